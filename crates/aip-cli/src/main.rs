@@ -1,0 +1,32 @@
+//! The `aip` binary: one entry point for the runtime, the validators and the ABP tools.
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// AIP 1.0 runtime and ABP verification tools.
+#[derive(Debug, Parser)]
+#[command(name = "aip", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Each subcommand lives in its own module; `main` only dispatches.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print this build's version and the protocol revisions it implements.
+    Versions,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Versions => {
+            println!("aip-cli {}", env!("CARGO_PKG_VERSION"));
+            println!("protocols: AIP 1.0, ABP 0.x");
+            ExitCode::SUCCESS
+        }
+    }
+}
