@@ -1,3 +1,40 @@
 //! Storage backends for the AIP runtime: SQLite (embedded default) and PostgreSQL.
+//!
+//! The runtime holds an `Arc<dyn Store>` and never sees SQL. Both backends run one implementation
+//! (see `backend.rs`) and one shared test suite (`tests/store_suite.rs`). Design rules
+//! (`design.md`, "Durability"): every observable change is committed before it is acknowledged;
+//! admission writes action, idempotency reservation, receipts, events and queue entry in one
+//! transaction; leases carry fencing tokens; cursors are opaque and reader-scoped; migrations are
+//! versioned and checksummed.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+
+mod backend;
+mod cursor;
+mod error;
+mod migrate;
+mod model;
+mod postgres;
+mod sqlite;
+mod store;
+
+use std::sync::Arc;
+
+pub use error::{StoreError, StoreResult};
+pub use model::*;
+pub use postgres::{PostgresOptions, PostgresStore};
+pub use sqlite::{SqliteOptions, SqliteStore};
+pub use store::{ChangeWatch, Store};
+
+/// Opens a store from a location: `postgres://…` / `postgresql://…` connects to PostgreSQL,
+/// `sqlite://PATH` or a plain file path opens SQLite.
+pub async fn open(location: &str) -> StoreResult<Arc<dyn Store>> {
+    if location.starts_with("postgres://") || location.starts_with("postgresql://") {
+        return Ok(Arc::new(PostgresStore::connect(location).await?));
+    }
+    let path = location.strip_prefix("sqlite://").unwrap_or(location);
+    if path.is_empty() {
+        return Err(StoreError::InvalidInput("empty SQLite path"));
+    }
+    Ok(Arc::new(SqliteStore::open(path).await?))
+}

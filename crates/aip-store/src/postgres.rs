@@ -1,0 +1,142 @@
+//! The PostgreSQL backend, for several `aip serve` nodes sharing one database.
+//!
+//! Reads that precede a write lock their rows (`FOR UPDATE`); queue claims use
+//! `FOR UPDATE SKIP LOCKED`; migrations run under a transaction-scoped advisory lock; every committed event or
+//! chunk sends `NOTIFY aip_changes`, which a background `LISTEN` task turns into the store's change
+//! watch, so waiters on any node wake without polling.
+
+use std::time::Duration;
+
+use sqlx::Postgres;
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+
+use crate::backend::sql_store_impl;
+use crate::cursor::CursorKey;
+use crate::error::StoreResult;
+use crate::migrate;
+use crate::model::Backend;
+
+/// The advisory-lock key that serializes migrations across nodes ("aipmigr" in ASCII).
+const MIGRATION_LOCK: i64 = 0x0061_6970_6d69_6772;
+/// The notification channel.
+const CHANNEL: &str = "aip_changes";
+
+/// Tuning of a PostgreSQL store.
+#[derive(Debug, Clone)]
+pub struct PostgresOptions {
+    /// Pool size.
+    pub max_connections: u32,
+    /// How long to wait for a pooled connection.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions {
+            max_connections: 16,
+            acquire_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A PostgreSQL-backed [`crate::Store`].
+#[derive(Debug)]
+pub struct PostgresStore {
+    writer: PgPool,
+    reader: PgPool,
+    key: CursorKey,
+    changes: tokio::sync::watch::Sender<u64>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://…`) and applies pending migrations under an advisory lock.
+    pub async fn connect(url: &str) -> StoreResult<Self> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`PostgresStore::connect`] with explicit options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> StoreResult<Self> {
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(2))
+            .acquire_timeout(options.acquire_timeout)
+            .connect(url)
+            .await?;
+        migrate_postgres(&pool).await?;
+        let key = load_key(&pool).await?;
+        let (changes, _) = tokio::sync::watch::channel(0);
+        let mut listener = PgListener::connect_with(&pool).await?;
+        listener.listen(CHANNEL).await?;
+        let listener = tokio::spawn(listen(listener, changes.clone()));
+        Ok(PostgresStore {
+            writer: pool.clone(),
+            reader: pool,
+            key,
+            changes,
+            listener,
+        })
+    }
+
+    /// Closes the pool and stops the listener.
+    pub async fn close(&self) {
+        self.listener.abort();
+        self.writer.close().await;
+    }
+
+    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
+        Ok(self.writer.begin().await?)
+    }
+
+    async fn notify_tx(tx: &mut sqlx::Transaction<'static, Postgres>) -> StoreResult<()> {
+        // Delivered at commit, to every listening node.
+        sqlx::query("SELECT pg_notify('aip_changes', '')")
+            .execute(&mut **tx)
+            .await?;
+        Ok(())
+    }
+}
+
+/// Forwards notifications into the watch. `recv` reconnects by itself; after a reconnect (or any
+/// error) waiters are woken too, because notifications sent meanwhile were lost.
+async fn listen(mut listener: PgListener, changes: tokio::sync::watch::Sender<u64>) {
+    loop {
+        match listener.try_recv().await {
+            Ok(_) => {}
+            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        }
+        changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+}
+
+async fn migrate_postgres(pool: &PgPool) -> StoreResult<()> {
+    let mut tx = pool.begin().await?;
+    // Held until commit: concurrent nodes starting together apply each migration once.
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await?;
+    PostgresStore::tx_migrate(&mut tx, migrate::POSTGRES).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn load_key(pool: &PgPool) -> StoreResult<CursorKey> {
+    let mut tx = pool.begin().await?;
+    let key = PostgresStore::tx_cursor_key(&mut tx).await?;
+    tx.commit().await?;
+    Ok(key)
+}
+
+sql_store_impl!(
+    PostgresStore,
+    Postgres,
+    Backend::Postgres,
+    lock = " FOR UPDATE",
+    claim_lock = " FOR UPDATE SKIP LOCKED"
+);

@@ -1,0 +1,1852 @@
+//! The shared store suite: every case runs against SQLite (`sqlite::…`) and PostgreSQL
+//! (`postgres::…`, skipped with a notice when `AIP_TEST_POSTGRES_URL` is unset).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod harness;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_store::*;
+use harness::Harness;
+use serde_json::json;
+
+macro_rules! suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let h = crate::harness::Harness::sqlite().await;
+                    crate::cases::$name(&h).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let Some(h) = crate::harness::Harness::postgres().await else { return };
+                    crate::cases::$name(&h).await;
+                }
+            )*
+        }
+    };
+}
+
+suite!(
+    admission_writes_action_receipts_events_and_job_in_one_transaction,
+    a_duplicate_action_id_is_rejected_and_writes_nothing,
+    return_original_result_replays_the_owner_whatever_the_input,
+    reject_conflict_rejects_every_duplicate_without_writing,
+    revalidate_input_hash_replays_only_a_matching_hash,
+    an_expired_reservation_is_taken_over_by_a_new_action,
+    many_concurrent_admissions_on_one_key_yield_exactly_one_owner,
+    transitions_are_compare_and_set_and_terminal_states_are_final,
+    a_failed_transition_writes_none_of_its_events_or_receipts,
+    two_workers_racing_for_one_job_get_one_lease,
+    many_workers_draining_a_queue_claim_each_job_once,
+    a_stale_fencing_token_is_rejected_after_the_lease_is_taken_over,
+    an_expired_lease_is_reclaimable_and_a_released_job_is_claimable_at_once,
+    failed_jobs_retry_until_attempts_are_exhausted_then_die,
+    unfinished_actions_are_listed_for_recovery,
+    events_page_through_opaque_reader_scoped_cursors,
+    event_lists_never_show_another_readers_events,
+    a_waiter_wakes_when_an_event_is_committed,
+    chunks_are_strictly_increasing_and_duplicates_are_tolerated,
+    sessions_follow_the_state_machine_with_compare_and_set,
+    resume_tokens_are_single_use_stored_hashed_and_expire,
+    concurrent_resumes_consume_a_token_once,
+    message_id_claims_detect_replays_and_survive_a_restart,
+    receipt_chains_append_in_order_and_refuse_forks,
+    concurrent_receipt_appends_never_fork_a_chain,
+    audit_events_are_append_only_and_reader_scoped,
+    app_records_make_duplicates_observable,
+    purge_removes_only_expired_entries,
+    action_lists_are_reader_scoped_with_cursors,
+    state_and_cursors_survive_a_restart,
+    a_changed_migration_stops_startup,
+    list_limits_are_bounded,
+);
+
+mod cases {
+    use super::*;
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn new_action(id: &str, tenant: &str, principal: &str, state: ActionState) -> NewAction {
+        NewAction {
+            action_id: id.into(),
+            tenant: tenant.into(),
+            principal: principal.into(),
+            session_id: None,
+            capability: "cap:demo:echo".into(),
+            correlation_id: None,
+            mode: "sync".into(),
+            state,
+            input_hash: None,
+            deadline_ms: None,
+            created_at_ms: T0,
+            request: json!({"input": id}),
+        }
+    }
+
+    fn event(id: &str, tenant: &str, principal: Option<&str>, action: Option<&str>) -> NewEvent {
+        NewEvent {
+            event_id: id.into(),
+            kind: "aip.action.accepted".into(),
+            tenant: tenant.into(),
+            principal: principal.map(Into::into),
+            session_id: None,
+            action_id: action.map(Into::into),
+            correlation_id: None,
+            occurred_at_ms: T0,
+            data: json!({"event": id}),
+        }
+    }
+
+    fn receipt(id: &str, chain: &str, hash: &str, prev: Option<&str>) -> NewReceipt {
+        NewReceipt {
+            receipt_id: id.into(),
+            chain_id: chain.into(),
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            action_id: Some(chain.into()),
+            receipt_type: "request_received".into(),
+            hash: hash.into(),
+            previous_hash: prev.map(Into::into),
+            created_at_ms: T0,
+            body: json!({"receipt": id}),
+        }
+    }
+
+    fn job(id: &str, action: Option<&str>, max_attempts: u32) -> NewJob {
+        NewJob {
+            job_id: id.into(),
+            queue: "actions".into(),
+            action_id: action.map(Into::into),
+            tenant: "t1".into(),
+            available_at_ms: T0,
+            max_attempts,
+            payload: json!({"job": id}),
+        }
+    }
+
+    fn claim(key: &str, hash: &str, behavior: CollisionBehavior) -> IdempotencyClaim {
+        IdempotencyClaim {
+            scope: "tenant:t1/cap:demo:book".into(),
+            key: key.into(),
+            input_hash: hash.into(),
+            behavior,
+            expires_at_ms: T0 + 60_000,
+        }
+    }
+
+    fn admission(id: &str, idem: Option<IdempotencyClaim>) -> Admission {
+        Admission {
+            action: new_action(id, "t1", "alice", ActionState::Accepted),
+            idempotency: idem,
+            receipts: vec![],
+            events: vec![event(&format!("ev-{id}"), "t1", Some("alice"), Some(id))],
+            job: None,
+        }
+    }
+
+    fn all_events(q: &EventQuery) -> EventQuery {
+        q.clone()
+    }
+
+    async fn events_of(store: &Arc<dyn Store>, tenant: &str) -> Vec<EventRecord> {
+        let q = EventQuery {
+            tenant: tenant.into(),
+            ..Default::default()
+        };
+        store
+            .list_events(&all_events(&q), None, Limit::max())
+            .await
+            .unwrap()
+            .items
+    }
+
+    async fn admit_ok(store: &Arc<dyn Store>, a: Admission) -> ActionRecord {
+        match store.admit(a).await.unwrap() {
+            AdmissionOutcome::Admitted(r) => r,
+            other => panic!("expected admission, got {other:?}"),
+        }
+    }
+
+    fn transition(id: &str, from: &[ActionState], to: ActionState) -> Transition {
+        Transition {
+            action_id: id.into(),
+            from: from.to_vec(),
+            to,
+            result: None,
+            events: vec![],
+            receipts: vec![],
+            fence: None,
+            finish_job: false,
+            now_ms: T0 + 1,
+        }
+    }
+
+    pub async fn admission_writes_action_receipts_events_and_job_in_one_transaction(h: &Harness) {
+        let s = &h.store;
+        let mut a = admission(
+            "a1",
+            Some(claim("k1", "h1", CollisionBehavior::RejectConflict)),
+        );
+        a.action.mode = "async".into();
+        a.action.state = ActionState::Queued;
+        a.receipts = vec![
+            receipt("r1", "a1", "h-r1", None),
+            receipt("r2", "a1", "h-r2", Some("h-r1")),
+        ];
+        a.job = Some(job("j1", Some("a1"), 3));
+        let rec = admit_ok(s, a).await;
+        assert_eq!(rec.state, ActionState::Queued);
+        assert_eq!(rec.idempotency_key.as_deref(), Some("k1"));
+        assert_eq!(rec.input_hash.as_deref(), Some("h1"));
+        assert_eq!(s.get_action("a1").await.unwrap().unwrap(), rec);
+        assert_eq!(s.list_receipts("a1", Limit::max()).await.unwrap().len(), 2);
+        assert_eq!(events_of(s, "t1").await.len(), 1);
+        let res = s
+            .get_idempotency("tenant:t1/cap:demo:book", "k1", T0)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(res.action_id, "a1");
+        let lease = s
+            .claim("actions", &WorkerId::fresh(), T0, 1000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lease.action_id.as_deref(), Some("a1"));
+        assert_eq!(lease.payload, json!({"job": "j1"}));
+
+        // A failing part (a receipt that does not extend its chain) rolls back every part.
+        let mut bad = admission(
+            "a2",
+            Some(claim("k2", "h2", CollisionBehavior::RejectConflict)),
+        );
+        bad.receipts = vec![receipt("r3", "a1", "h-r3", Some("wrong"))];
+        bad.job = Some(job("j2", Some("a2"), 3));
+        assert!(matches!(
+            s.admit(bad).await,
+            Err(StoreError::ReceiptChainConflict { .. })
+        ));
+        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert!(
+            s.get_idempotency("tenant:t1/cap:demo:book", "k2", T0)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert_eq!(events_of(s, "t1").await.len(), 1);
+        assert!(
+            s.claim("actions", &WorkerId::fresh(), T0, 1000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    pub async fn a_duplicate_action_id_is_rejected_and_writes_nothing(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        let mut dup = admission("a1", None);
+        dup.events = vec![event("ev-other", "t1", Some("alice"), Some("a1"))];
+        assert!(matches!(
+            s.admit(dup).await,
+            Err(StoreError::Duplicate { kind: "action" })
+        ));
+        assert_eq!(events_of(s, "t1").await.len(), 1);
+        let mut terminal = admission("a3", None);
+        terminal.action.state = ActionState::Completed;
+        assert!(matches!(
+            s.admit(terminal).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+    }
+
+    pub async fn return_original_result_replays_the_owner_whatever_the_input(h: &Harness) {
+        let s = &h.store;
+        admit_ok(
+            s,
+            admission(
+                "a1",
+                Some(claim("k", "h1", CollisionBehavior::ReturnOriginalResult)),
+            ),
+        )
+        .await;
+        let mut done = transition("a1", &[ActionState::Accepted], ActionState::Completed);
+        done.result = Some(json!({"status": "completed", "output": 1}));
+        s.transition_action(done).await.unwrap();
+        for hash in ["h1", "h-other"] {
+            match s
+                .admit(admission(
+                    "a2",
+                    Some(claim("k", hash, CollisionBehavior::ReturnOriginalResult)),
+                ))
+                .await
+                .unwrap()
+            {
+                AdmissionOutcome::Replayed {
+                    original,
+                    reservation,
+                } => {
+                    assert_eq!(original.action_id, "a1");
+                    assert_eq!(
+                        original.result,
+                        Some(json!({"status": "completed", "output": 1}))
+                    );
+                    assert_eq!(reservation.input_hash, "h1");
+                }
+                other => panic!("expected replay, got {other:?}"),
+            }
+        }
+        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert_eq!(
+            events_of(s, "t1").await.len(),
+            1,
+            "a replay writes no events"
+        );
+    }
+
+    pub async fn reject_conflict_rejects_every_duplicate_without_writing(h: &Harness) {
+        let s = &h.store;
+        admit_ok(
+            s,
+            admission(
+                "a1",
+                Some(claim("k", "h1", CollisionBehavior::RejectConflict)),
+            ),
+        )
+        .await;
+        for hash in ["h1", "h2"] {
+            match s
+                .admit(admission(
+                    "a2",
+                    Some(claim("k", hash, CollisionBehavior::RejectConflict)),
+                ))
+                .await
+                .unwrap()
+            {
+                AdmissionOutcome::Conflict { reservation } => {
+                    assert_eq!(reservation.action_id, "a1")
+                }
+                other => panic!("expected conflict, got {other:?}"),
+            }
+        }
+        assert!(s.get_action("a2").await.unwrap().is_none());
+        // The same key in another scope is independent.
+        let mut other = claim("k", "h1", CollisionBehavior::RejectConflict);
+        other.scope = "tenant:t2/cap:demo:book".into();
+        admit_ok(s, admission("a3", Some(other))).await;
+    }
+
+    pub async fn revalidate_input_hash_replays_only_a_matching_hash(h: &Harness) {
+        let s = &h.store;
+        admit_ok(
+            s,
+            admission(
+                "a1",
+                Some(claim("k", "h1", CollisionBehavior::RevalidateInputHash)),
+            ),
+        )
+        .await;
+        match s
+            .admit(admission(
+                "a2",
+                Some(claim("k", "h1", CollisionBehavior::RevalidateInputHash)),
+            ))
+            .await
+            .unwrap()
+        {
+            AdmissionOutcome::Replayed { original, .. } => assert_eq!(original.action_id, "a1"),
+            other => panic!("expected replay, got {other:?}"),
+        }
+        match s
+            .admit(admission(
+                "a3",
+                Some(claim("k", "h2", CollisionBehavior::RevalidateInputHash)),
+            ))
+            .await
+            .unwrap()
+        {
+            AdmissionOutcome::Conflict { reservation } => assert_eq!(reservation.input_hash, "h1"),
+            other => panic!("expected conflict, got {other:?}"),
+        }
+        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert!(s.get_action("a3").await.unwrap().is_none());
+    }
+
+    pub async fn an_expired_reservation_is_taken_over_by_a_new_action(h: &Harness) {
+        let s = &h.store;
+        let mut c = claim("k", "h1", CollisionBehavior::RejectConflict);
+        c.expires_at_ms = T0 + 10;
+        admit_ok(s, admission("a1", Some(c))).await;
+        let mut later = admission(
+            "a2",
+            Some(claim("k", "h2", CollisionBehavior::RejectConflict)),
+        );
+        later.action.created_at_ms = T0 + 10;
+        let mut c2 = claim("k", "h2", CollisionBehavior::RejectConflict);
+        c2.expires_at_ms = T0 + 100_000;
+        later.idempotency = Some(c2);
+        admit_ok(s, later).await;
+        let res = s
+            .get_idempotency("tenant:t1/cap:demo:book", "k", T0 + 20)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (res.action_id.as_str(), res.input_hash.as_str()),
+            ("a2", "h2")
+        );
+        assert!(
+            s.get_action("a1").await.unwrap().is_some(),
+            "the old action stays"
+        );
+        let mut expired = admission(
+            "a3",
+            Some(claim("k", "h", CollisionBehavior::RejectConflict)),
+        );
+        expired.idempotency.as_mut().unwrap().expires_at_ms = T0;
+        assert!(matches!(
+            s.admit(expired).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+    }
+
+    pub async fn many_concurrent_admissions_on_one_key_yield_exactly_one_owner(h: &Harness) {
+        let mut tasks = Vec::new();
+        for i in 0..32 {
+            let s = h.store.clone();
+            tasks.push(tokio::spawn(async move {
+                let behavior = if i % 2 == 0 {
+                    CollisionBehavior::RevalidateInputHash
+                } else {
+                    CollisionBehavior::ReturnOriginalResult
+                };
+                loop {
+                    match s
+                        .admit(admission(
+                            &format!("a{i}"),
+                            Some(claim("race", "h", behavior)),
+                        ))
+                        .await
+                    {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.unwrap(),
+                    }
+                }
+            }));
+        }
+        let mut owners = Vec::new();
+        let mut replays = HashSet::new();
+        for t in tasks {
+            match t.await.unwrap() {
+                AdmissionOutcome::Admitted(r) => owners.push(r.action_id),
+                AdmissionOutcome::Replayed { original, .. } => {
+                    replays.insert(original.action_id);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(owners.len(), 1, "exactly one owner: {owners:?}");
+        assert!(replays.len() <= 1 && replays.iter().all(|r| r == &owners[0]));
+        let q = ActionQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            h.store
+                .list_actions(&q, None, Limit::max())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+    }
+
+    pub async fn transitions_are_compare_and_set_and_terminal_states_are_final(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        let r = s
+            .transition_action(transition(
+                "a1",
+                &[ActionState::Accepted],
+                ActionState::Running,
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            (r.state, r.version, r.updated_at_ms),
+            (ActionState::Running, 1, T0 + 1)
+        );
+        match s
+            .transition_action(transition(
+                "a1",
+                &[ActionState::Accepted],
+                ActionState::Running,
+            ))
+            .await
+        {
+            Err(StoreError::StateConflict { actual }) => assert_eq!(actual, "running"),
+            other => panic!("expected state conflict, got {other:?}"),
+        }
+        let mut done = transition("a1", &[ActionState::Running], ActionState::Completed);
+        done.result = Some(json!({"ok": true}));
+        done.events = vec![event("ev-done", "t1", Some("alice"), Some("a1"))];
+        done.receipts = vec![receipt("r-done", "a1", "h-done", None)];
+        let r = s.transition_action(done).await.unwrap();
+        assert_eq!(r.result, Some(json!({"ok": true})));
+        for to in [
+            ActionState::Running,
+            ActionState::Failed,
+            ActionState::Completed,
+        ] {
+            let t = transition("a1", ActionState::ALL, to);
+            assert!(matches!(
+                s.transition_action(t).await,
+                Err(StoreError::Terminal { .. })
+            ));
+        }
+        assert!(matches!(
+            s.transition_action(transition(
+                "nope",
+                &[ActionState::Accepted],
+                ActionState::Running
+            ))
+            .await,
+            Err(StoreError::NotFound { kind: "action" })
+        ));
+        assert_eq!(
+            s.get_action("a1").await.unwrap().unwrap().result,
+            Some(json!({"ok": true}))
+        );
+        assert_eq!(events_of(s, "t1").await.len(), 2);
+        assert_eq!(s.list_receipts("a1", Limit::max()).await.unwrap().len(), 1);
+        // Concurrent transitions from the same state: exactly one wins.
+        admit_ok(s, admission("a2", None)).await;
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    match s
+                        .transition_action(transition(
+                            "a2",
+                            &[ActionState::Accepted],
+                            ActionState::Running,
+                        ))
+                        .await
+                    {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.is_ok(),
+                    }
+                }
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1);
+    }
+
+    pub async fn a_failed_transition_writes_none_of_its_events_or_receipts(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        s.append_receipt(receipt("r0", "a1", "h0", None))
+            .await
+            .unwrap();
+        let mut t = transition("a1", &[ActionState::Accepted], ActionState::Completed);
+        t.result = Some(json!({"x": 1}));
+        t.events = vec![event("ev-x", "t1", Some("alice"), Some("a1"))];
+        t.receipts = vec![receipt("r1", "a1", "h1", Some("not-h0"))];
+        assert!(matches!(
+            s.transition_action(t).await,
+            Err(StoreError::ReceiptChainConflict { .. })
+        ));
+        let a = s.get_action("a1").await.unwrap().unwrap();
+        assert_eq!((a.state, a.result), (ActionState::Accepted, None));
+        assert_eq!(events_of(s, "t1").await.len(), 1);
+    }
+
+    pub async fn two_workers_racing_for_one_job_get_one_lease(h: &Harness) {
+        let s = &h.store;
+        s.enqueue(job("j1", None, 5)).await.unwrap();
+        let other = h.reopen().await.unwrap();
+        let mut tasks = Vec::new();
+        for (i, store) in [s.clone(), other.clone(), s.clone(), other]
+            .into_iter()
+            .enumerate()
+        {
+            tasks.push(tokio::spawn(async move {
+                let w = WorkerId::fresh();
+                loop {
+                    match store.claim("actions", &w, T0 + i as i64, 10_000).await {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.unwrap(),
+                    }
+                }
+            }));
+        }
+        let mut leases = Vec::new();
+        for t in tasks {
+            if let Some(l) = t.await.unwrap() {
+                leases.push(l);
+            }
+        }
+        assert_eq!(leases.len(), 1);
+        assert_eq!((leases[0].fence.token, leases[0].attempt), (1, 1));
+    }
+
+    pub async fn many_workers_draining_a_queue_claim_each_job_once(h: &Harness) {
+        let s = &h.store;
+        for i in 0..40 {
+            s.enqueue(job(&format!("j{i:02}"), None, 5)).await.unwrap();
+        }
+        let mut tasks = Vec::new();
+        for _ in 0..6 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let w = WorkerId::fresh();
+                let mut got = Vec::new();
+                loop {
+                    match s.claim("actions", &w, T0, 60_000).await {
+                        Ok(Some(l)) => {
+                            s.complete_job(&l.fence, T0 + 1).await.unwrap();
+                            got.push(l.fence.job_id);
+                        }
+                        Ok(None) => return got,
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }));
+        }
+        let mut all = Vec::new();
+        for t in tasks {
+            all.extend(t.await.unwrap());
+        }
+        let unique: HashSet<_> = all.iter().collect();
+        assert_eq!((all.len(), unique.len()), (40, 40));
+    }
+
+    pub async fn a_stale_fencing_token_is_rejected_after_the_lease_is_taken_over(h: &Harness) {
+        let s = &h.store;
+        let mut a = admission("a1", None);
+        a.action.state = ActionState::Queued;
+        a.job = Some(job("j1", Some("a1"), 5));
+        admit_ok(s, a).await;
+        let (w1, w2) = (WorkerId::fresh(), WorkerId::fresh());
+        let l1 = s.claim("actions", &w1, T0, 1_000).await.unwrap().unwrap();
+        s.transition_action(Transition {
+            fence: Some(l1.fence.clone()),
+            ..transition("a1", &[ActionState::Queued], ActionState::Running)
+        })
+        .await
+        .unwrap();
+        assert!(
+            s.claim("actions", &w2, T0 + 999, 1_000)
+                .await
+                .unwrap()
+                .is_none(),
+            "a live lease is not claimable"
+        );
+        // w1 pauses past its lease; w2 takes over with a greater token.
+        let l2 = s
+            .claim("actions", &w2, T0 + 1_000, 1_000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(l2.fence.token > l1.fence.token);
+        assert_eq!(l2.attempt, 2);
+        let late = T0 + 1_001;
+        assert!(matches!(
+            s.renew(&l1.fence, late, 1_000).await,
+            Err(StoreError::StaleLease)
+        ));
+        assert!(matches!(
+            s.complete_job(&l1.fence, late).await,
+            Err(StoreError::StaleLease)
+        ));
+        assert!(matches!(
+            s.release_job(&l1.fence, late).await,
+            Err(StoreError::StaleLease)
+        ));
+        assert!(matches!(
+            s.fail_job(&l1.fence, late, None, "x").await,
+            Err(StoreError::StaleLease)
+        ));
+        let mut stale = transition("a1", &[ActionState::Running], ActionState::Completed);
+        stale.fence = Some(l1.fence.clone());
+        stale.finish_job = true;
+        stale.result = Some(json!({"from": "stale"}));
+        stale.now_ms = late;
+        assert!(matches!(
+            s.transition_action(stale).await,
+            Err(StoreError::StaleLease)
+        ));
+        let chunk = NewChunk {
+            action_id: "a1".into(),
+            sequence: 1,
+            kind: "data".into(),
+            data: json!(1),
+            created_at_ms: late,
+        };
+        assert!(matches!(
+            s.append_chunk(chunk.clone(), Some(&l1.fence), late).await,
+            Err(StoreError::StaleLease)
+        ));
+        // A forged token for the right worker is stale too.
+        let forged = Fence {
+            token: l2.fence.token + 1,
+            ..l2.fence.clone()
+        };
+        assert!(matches!(
+            s.renew(&forged, late, 1_000).await,
+            Err(StoreError::StaleLease)
+        ));
+        // The current holder writes.
+        assert_eq!(
+            s.append_chunk(chunk, Some(&l2.fence), late).await.unwrap(),
+            ChunkAppend::Inserted
+        );
+        let exp = s.renew(&l2.fence, late, 5_000).await.unwrap();
+        assert_eq!(exp, late + 5_000);
+        let mut ok = transition("a1", &[ActionState::Running], ActionState::Completed);
+        ok.fence = Some(l2.fence.clone());
+        ok.finish_job = true;
+        ok.result = Some(json!({"from": "w2"}));
+        ok.now_ms = late + 1;
+        s.transition_action(ok).await.unwrap();
+        assert_eq!(
+            s.get_action("a1").await.unwrap().unwrap().result,
+            Some(json!({"from": "w2"}))
+        );
+        // The finished job is neither claimable nor writable.
+        assert!(
+            s.claim("actions", &w1, late + 100_000, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(matches!(
+            s.renew(&l2.fence, late + 2, 1_000).await,
+            Err(StoreError::StaleLease)
+        ));
+        // An expired lease that nobody took over is stale as well.
+        s.enqueue(job("j2", None, 5)).await.unwrap();
+        let l3 = s.claim("actions", &w1, T0, 10).await.unwrap().unwrap();
+        assert!(matches!(
+            s.complete_job(&l3.fence, T0 + 10).await,
+            Err(StoreError::StaleLease)
+        ));
+        let unknown = Fence {
+            job_id: "nope".into(),
+            ..l3.fence
+        };
+        assert!(matches!(
+            s.complete_job(&unknown, T0).await,
+            Err(StoreError::NotFound { kind: "job" })
+        ));
+    }
+
+    pub async fn an_expired_lease_is_reclaimable_and_a_released_job_is_claimable_at_once(
+        h: &Harness,
+    ) {
+        let s = &h.store;
+        s.enqueue(job("j1", None, 5)).await.unwrap();
+        let mut later = job("j2", None, 5);
+        later.available_at_ms = T0 + 50_000;
+        s.enqueue(later).await.unwrap();
+        let w = WorkerId::fresh();
+        let l = s.claim("actions", &w, T0, 100).await.unwrap().unwrap();
+        assert_eq!(l.fence.job_id, "j1");
+        assert!(
+            s.claim("actions", &w, T0 + 50, 100)
+                .await
+                .unwrap()
+                .is_none(),
+            "j2 is not yet available"
+        );
+        let l2 = s
+            .claim("actions", &WorkerId::fresh(), T0 + 100, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((l2.fence.job_id.as_str(), l2.fence.token), ("j1", 2));
+        s.release_job(&l2.fence, T0 + 110).await.unwrap();
+        let l3 = s
+            .claim("actions", &w, T0 + 110, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (l3.fence.job_id.as_str(), l3.fence.token, l3.attempt),
+            ("j1", 3, 2)
+        );
+        assert!(
+            s.claim("other-queue", &w, T0 + 60_000, 100)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(matches!(
+            s.claim("actions", &w, T0, 0).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            s.enqueue(job("j1", None, 5)).await,
+            Err(StoreError::Duplicate { kind: "job" })
+        ));
+    }
+
+    pub async fn failed_jobs_retry_until_attempts_are_exhausted_then_die(h: &Harness) {
+        let s = &h.store;
+        s.enqueue(job("j1", None, 2)).await.unwrap();
+        let w = WorkerId::fresh();
+        let l = s.claim("actions", &w, T0, 1_000).await.unwrap().unwrap();
+        assert_eq!(
+            s.fail_job(&l.fence, T0 + 1, Some(T0 + 500), "boom")
+                .await
+                .unwrap(),
+            JobState::Ready
+        );
+        assert!(
+            s.claim("actions", &w, T0 + 499, 1_000)
+                .await
+                .unwrap()
+                .is_none(),
+            "backoff is honoured"
+        );
+        let l = s
+            .claim("actions", &w, T0 + 500, 1_000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(l.attempt, 2);
+        assert_eq!(
+            s.fail_job(&l.fence, T0 + 501, Some(T0 + 600), "boom")
+                .await
+                .unwrap(),
+            JobState::Dead
+        );
+        assert!(
+            s.claim("actions", &w, T0 + 100_000, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        s.enqueue(job("j2", None, 5)).await.unwrap();
+        let l = s.claim("actions", &w, T0, 1_000).await.unwrap().unwrap();
+        assert_eq!(
+            s.fail_job(&l.fence, T0 + 1, None, &"e".repeat(10_000))
+                .await
+                .unwrap(),
+            JobState::Dead
+        );
+    }
+
+    pub async fn unfinished_actions_are_listed_for_recovery(h: &Harness) {
+        let s = &h.store;
+        // a1: sync, running when the process died (no job) -> unfinished.
+        admit_ok(s, admission("a1", None)).await;
+        // a2: completed -> finished.
+        admit_ok(s, admission("a2", None)).await;
+        s.transition_action(transition(
+            "a2",
+            &[ActionState::Accepted],
+            ActionState::Completed,
+        ))
+        .await
+        .unwrap();
+        // a3: queued with a ready job -> a worker will claim it.
+        let mut a3 = admission("a3", None);
+        a3.job = Some(job("j3", Some("a3"), 1));
+        admit_ok(s, a3).await;
+        // a4: queued, its only attempt leased and expired -> unfinished (exhausted).
+        let mut a4 = admission("a4", None);
+        a4.job = Some(job("j4", Some("a4"), 1));
+        admit_ok(s, a4).await;
+        let w = WorkerId::fresh();
+        let l = s.claim("actions", &w, T0, 100).await.unwrap().unwrap();
+        assert_eq!(l.fence.job_id, "j3");
+        let l4 = s.claim("actions", &w, T0, 100).await.unwrap().unwrap();
+        assert_eq!(l4.fence.job_id, "j4");
+        let ids = |v: Vec<ActionRecord>| v.into_iter().map(|a| a.action_id).collect::<Vec<_>>();
+        // While leases are live only the sync orphan is unfinished.
+        assert_eq!(
+            ids(s
+                .list_unfinished_actions(T0 + 50, T0, Limit::max())
+                .await
+                .unwrap()),
+            ["a1"]
+        );
+        // After expiry a3 and a4 are exhausted (max_attempts 1), so they are unfinished too.
+        assert_eq!(
+            ids(s
+                .list_unfinished_actions(T0 + 100, T0, Limit::max())
+                .await
+                .unwrap()),
+            ["a1", "a3", "a4"]
+        );
+        // Actions admitted after the cutoff (possibly running on a live node) are excluded.
+        assert!(
+            s.list_unfinished_actions(T0 + 100, T0 - 1, Limit::max())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    pub async fn events_page_through_opaque_reader_scoped_cursors(h: &Harness) {
+        let s = &h.store;
+        let evs: Vec<_> = (0..25)
+            .map(|i| event(&format!("e{i:02}"), "t1", Some("alice"), None))
+            .collect();
+        let seqs = s.append_events(evs).await.unwrap();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+        let q = EventQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        let mut cursor: Option<String> = None;
+        let mut seen = Vec::new();
+        loop {
+            let page = s
+                .list_events(&q, cursor.as_deref(), Limit::new(10).unwrap())
+                .await
+                .unwrap();
+            assert!(page.items.len() <= 10);
+            assert!(
+                page.next_cursor.parse::<u64>().is_err(),
+                "a cursor is not a raw sequence"
+            );
+            if page.items.is_empty() {
+                assert_eq!(
+                    Some(page.next_cursor),
+                    cursor,
+                    "an empty page keeps the cursor"
+                );
+                break;
+            }
+            seen.extend(page.items.into_iter().map(|e| e.event_id));
+            cursor = Some(page.next_cursor);
+        }
+        assert_eq!(
+            seen,
+            (0..25).map(|i| format!("e{i:02}")).collect::<Vec<_>>()
+        );
+        // The cursor is bound to the reader scope: another principal, tenant or filter cannot use it.
+        let c = cursor.unwrap();
+        for other in [
+            EventQuery {
+                principal: Some("mallory".into()),
+                ..q.clone()
+            },
+            EventQuery {
+                tenant: "t2".into(),
+                ..q.clone()
+            },
+            EventQuery {
+                principal: None,
+                ..q.clone()
+            },
+            EventQuery {
+                action_id: Some("a1".into()),
+                ..q.clone()
+            },
+        ] {
+            assert!(matches!(
+                s.list_events(&other, Some(&c), Limit::max()).await,
+                Err(StoreError::ForeignCursor)
+            ));
+        }
+        // ... nor another list kind.
+        let aq = ActionQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            s.list_actions(&aq, Some(&c), Limit::max()).await,
+            Err(StoreError::ForeignCursor)
+        ));
+        for bad in ["", "not-a-cursor", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
+            let r = s.list_events(&q, Some(bad), Limit::max()).await;
+            assert!(
+                matches!(
+                    r,
+                    Err(StoreError::InvalidCursor) | Err(StoreError::ForeignCursor)
+                ),
+                "{bad}: {r:?}"
+            );
+        }
+        assert!(matches!(
+            s.append_events(vec![event("e00", "t1", None, None)]).await,
+            Err(StoreError::Duplicate { kind: "event" })
+        ));
+    }
+
+    pub async fn event_lists_never_show_another_readers_events(h: &Harness) {
+        let s = &h.store;
+        s.append_events(vec![
+            event("e1", "t1", Some("alice"), Some("a1")),
+            event("e2", "t1", Some("bob"), Some("b1")),
+            event("e3", "t2", Some("alice"), Some("a1")),
+            event("e4", "t1", None, None),
+        ])
+        .await
+        .unwrap();
+        let ids =
+            |p: Page<EventRecord>| p.items.into_iter().map(|e| e.event_id).collect::<Vec<_>>();
+        let alice = EventQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(s.list_events(&alice, None, Limit::max()).await.unwrap()),
+            ["e1"]
+        );
+        let tenant = EventQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(s.list_events(&tenant, None, Limit::max()).await.unwrap()),
+            ["e1", "e2", "e4"]
+        );
+        let action = EventQuery {
+            tenant: "t1".into(),
+            action_id: Some("a1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(s.list_events(&action, None, Limit::max()).await.unwrap()),
+            ["e1"]
+        );
+        let t3 = EventQuery {
+            tenant: "t3".into(),
+            ..Default::default()
+        };
+        assert!(
+            s.list_events(&t3, None, Limit::max())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+    }
+
+    pub async fn a_waiter_wakes_when_an_event_is_committed(h: &Harness) {
+        let s = &h.store;
+        // A second instance stands for another node (on SQLite, another handle in this process).
+        let writer = h.reopen().await.unwrap();
+        let mut watch = s.watch_changes();
+        watch.mark_seen();
+        assert!(
+            !watch.changed_within(Duration::from_millis(50)).await,
+            "no change, no wake-up"
+        );
+        let same_store = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                s.append_events(vec![event("e1", "t1", None, None)])
+                    .await
+                    .unwrap();
+            })
+        };
+        assert!(watch.changed_within(Duration::from_secs(5)).await);
+        same_store.await.unwrap();
+        if s.backend() == Backend::Postgres {
+            // Another node's commit wakes this node through LISTEN/NOTIFY.
+            watch.mark_seen();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                writer
+                    .append_events(vec![event("e2", "t1", None, None)])
+                    .await
+                    .unwrap();
+            });
+            assert!(watch.changed_within(Duration::from_secs(5)).await);
+        }
+    }
+
+    pub async fn chunks_are_strictly_increasing_and_duplicates_are_tolerated(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        let ch = |seq: u64, data: serde_json::Value| NewChunk {
+            action_id: "a1".into(),
+            sequence: seq,
+            kind: "data".into(),
+            data,
+            created_at_ms: T0,
+        };
+        assert_eq!(
+            s.append_chunk(ch(1, json!("one")), None, T0).await.unwrap(),
+            ChunkAppend::Inserted
+        );
+        assert_eq!(
+            s.append_chunk(ch(2, json!("two")), None, T0).await.unwrap(),
+            ChunkAppend::Inserted
+        );
+        assert_eq!(
+            s.append_chunk(ch(5, json!("five")), None, T0)
+                .await
+                .unwrap(),
+            ChunkAppend::Inserted
+        );
+        assert_eq!(
+            s.append_chunk(ch(2, json!("two")), None, T0).await.unwrap(),
+            ChunkAppend::Duplicate
+        );
+        assert!(matches!(
+            s.append_chunk(ch(2, json!("TWO")), None, T0).await,
+            Err(StoreError::ChunkConflict { sequence: 2 })
+        ));
+        assert!(matches!(
+            s.append_chunk(ch(4, json!("four")), None, T0).await,
+            Err(StoreError::ChunkOutOfOrder {
+                sequence: 4,
+                last: 5
+            })
+        ));
+        let mut other_kind = ch(5, json!("five"));
+        other_kind.kind = "done".into();
+        assert!(matches!(
+            s.append_chunk(other_kind, None, T0).await,
+            Err(StoreError::ChunkConflict { .. })
+        ));
+        let missing = NewChunk {
+            action_id: "nope".into(),
+            ..ch(1, json!(1))
+        };
+        assert!(matches!(
+            s.append_chunk(missing, None, T0).await,
+            Err(StoreError::NotFound { kind: "action" })
+        ));
+        let seqs = |v: Vec<ChunkRecord>| v.into_iter().map(|c| c.sequence).collect::<Vec<_>>();
+        assert_eq!(
+            seqs(s.list_chunks("a1", None, Limit::max()).await.unwrap()),
+            [1, 2, 5]
+        );
+        assert_eq!(
+            seqs(s.list_chunks("a1", Some(1), Limit::max()).await.unwrap()),
+            [2, 5]
+        );
+        assert_eq!(
+            seqs(
+                s.list_chunks("a1", Some(1), Limit::new(1).unwrap())
+                    .await
+                    .unwrap()
+            ),
+            [2]
+        );
+        assert_eq!(
+            s.list_chunks("a1", Some(0), Limit::max()).await.unwrap()[0].data,
+            json!("one")
+        );
+        assert!(
+            s.list_chunks("a1", Some(5), Limit::max())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    fn new_session(id: &str, principal: &str) -> NewSession {
+        NewSession {
+            session_id: id.into(),
+            tenant: "t1".into(),
+            principal: principal.into(),
+            peer: Some("peer-1".into()),
+            state: SessionState::New,
+            created_at_ms: T0,
+            expires_at_ms: Some(T0 + 3_600_000),
+            data: json!({"profile": "aip.native.http.v1"}),
+        }
+    }
+
+    fn session_step(id: &str, from: SessionState, to: SessionState) -> SessionTransition {
+        SessionTransition {
+            session_id: id.into(),
+            from: vec![from],
+            to,
+            data: None,
+            events: vec![],
+            now_ms: T0 + 5,
+        }
+    }
+
+    pub async fn sessions_follow_the_state_machine_with_compare_and_set(h: &Harness) {
+        let s = &h.store;
+        let created = s
+            .create_session(
+                new_session("s1", "alice"),
+                vec![event("ev-s1", "t1", Some("alice"), None)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(created.state, SessionState::New);
+        assert!(matches!(
+            s.create_session(new_session("s1", "alice"), vec![]).await,
+            Err(StoreError::Duplicate { kind: "session" })
+        ));
+        assert!(matches!(
+            s.transition_session(session_step(
+                "s1",
+                SessionState::New,
+                SessionState::Completed
+            ))
+            .await,
+            Err(StoreError::InvalidTransition { .. })
+        ));
+        assert!(matches!(
+            s.transition_session(session_step(
+                "s1",
+                SessionState::Active,
+                SessionState::Processing
+            ))
+            .await,
+            Err(StoreError::StateConflict { .. })
+        ));
+        let mut step = session_step("s1", SessionState::New, SessionState::Active);
+        step.data = Some(json!({"profile": "x"}));
+        let r = s.transition_session(step).await.unwrap();
+        assert_eq!(
+            (r.state, r.data.clone(), r.updated_at_ms),
+            (SessionState::Active, json!({"profile": "x"}), T0 + 5)
+        );
+        for (from, to) in [
+            (SessionState::Active, SessionState::Processing),
+            (SessionState::Processing, SessionState::Completed),
+            (SessionState::Completed, SessionState::Settled),
+        ] {
+            s.transition_session(session_step("s1", from, to))
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            s.transition_session(session_step(
+                "s1",
+                SessionState::Settled,
+                SessionState::Active
+            ))
+            .await,
+            Err(StoreError::Terminal { .. })
+        ));
+        assert_eq!(
+            s.get_session("s1").await.unwrap().unwrap().state,
+            SessionState::Settled
+        );
+        assert!(s.get_session("nope").await.unwrap().is_none());
+        s.create_session(new_session("s2", "bob"), vec![])
+            .await
+            .unwrap();
+        let alice = SessionQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        let page = s.list_sessions(&alice, None, Limit::max()).await.unwrap();
+        assert_eq!(
+            page.items
+                .iter()
+                .map(|x| x.session_id.as_str())
+                .collect::<Vec<_>>(),
+            ["s1"]
+        );
+        let all = SessionQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        let first = s
+            .list_sessions(&all, None, Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        let second = s
+            .list_sessions(&all, Some(&first.next_cursor), Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            (
+                first.items[0].session_id.as_str(),
+                second.items[0].session_id.as_str()
+            ),
+            ("s1", "s2")
+        );
+        assert!(matches!(
+            s.list_sessions(&alice, Some(&first.next_cursor), Limit::max())
+                .await,
+            Err(StoreError::ForeignCursor)
+        ));
+        assert_eq!(events_of(s, "t1").await.len(), 1);
+    }
+
+    pub async fn resume_tokens_are_single_use_stored_hashed_and_expire(h: &Harness) {
+        let s = &h.store;
+        s.create_session(new_session("s1", "alice"), vec![])
+            .await
+            .unwrap();
+        assert!(matches!(
+            s.issue_resume_token("nope", "tok", T0 + 10, T0).await,
+            Err(StoreError::NotFound { kind: "session" })
+        ));
+        s.issue_resume_token("s1", "secret-token-1", T0 + 1_000, T0)
+            .await
+            .unwrap();
+        let stored = h
+            .raw_strings("SELECT token_hash FROM aip_resume_tokens")
+            .await;
+        assert_eq!(stored.len(), 1);
+        assert!(
+            !stored[0].contains("secret-token-1") && stored[0].len() == 64,
+            "only a hash is stored"
+        );
+        let session = s
+            .consume_resume_token(
+                "secret-token-1",
+                Some(("secret-token-2", T0 + 2_000)),
+                T0 + 10,
+            )
+            .await
+            .unwrap();
+        assert_eq!(session.session_id, "s1");
+        assert!(matches!(
+            s.consume_resume_token("secret-token-1", None, T0 + 11)
+                .await,
+            Err(StoreError::ResumeTokenInvalid)
+        ));
+        assert!(
+            matches!(
+                s.consume_resume_token("secret-token-2", None, T0 + 2_000)
+                    .await,
+                Err(StoreError::ResumeTokenInvalid)
+            ),
+            "expired"
+        );
+        assert!(matches!(
+            s.consume_resume_token("never-issued", None, T0).await,
+            Err(StoreError::ResumeTokenInvalid)
+        ));
+        s.issue_resume_token("s1", "secret-token-3", T0 + 1_000, T0)
+            .await
+            .unwrap();
+        // A bad replacement aborts the consume: the old token stays usable.
+        assert!(matches!(
+            s.consume_resume_token("secret-token-3", Some(("secret-token-3", T0 + 5)), T0)
+                .await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(
+            s.consume_resume_token("secret-token-3", None, T0 + 1)
+                .await
+                .is_ok()
+        );
+    }
+
+    pub async fn concurrent_resumes_consume_a_token_once(h: &Harness) {
+        let s = &h.store;
+        s.create_session(new_session("s1", "alice"), vec![])
+            .await
+            .unwrap();
+        s.issue_resume_token("s1", "tok", T0 + 10_000, T0)
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..12 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                let next = format!("next-{i}");
+                loop {
+                    match s
+                        .consume_resume_token("tok", Some((&next, T0 + 20_000)), T0 + 1)
+                        .await
+                    {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.is_ok(),
+                    }
+                }
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1);
+    }
+
+    pub async fn message_id_claims_detect_replays_and_survive_a_restart(h: &Harness) {
+        let s = &h.store;
+        assert_eq!(
+            s.claim_message_id("did:key:z1", "m1", T0, T0 + 1_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Claimed
+        );
+        assert_eq!(
+            s.claim_message_id("did:key:z1", "m1", T0 + 1, T0 + 1_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Replayed
+        );
+        assert_eq!(
+            s.claim_message_id("did:key:z2", "m1", T0 + 1, T0 + 1_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Claimed
+        );
+        let restarted = h.reopen().await.unwrap();
+        assert_eq!(
+            restarted
+                .claim_message_id("did:key:z1", "m1", T0 + 999, T0 + 2_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Replayed
+        );
+        // After the retention window the id may be claimed again.
+        assert_eq!(
+            restarted
+                .claim_message_id("did:key:z1", "m1", T0 + 1_000, T0 + 2_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Claimed
+        );
+        assert!(matches!(
+            s.claim_message_id("x", "m", T0, T0).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        // Concurrent claims of one id: exactly one wins.
+        let mut tasks = Vec::new();
+        for _ in 0..16 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    match s.claim_message_id("race", "m", T0, T0 + 1_000).await {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.unwrap() == ReplayClaim::Claimed,
+                    }
+                }
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1);
+    }
+
+    pub async fn receipt_chains_append_in_order_and_refuse_forks(h: &Harness) {
+        let s = &h.store;
+        let r0 = s
+            .append_receipt(receipt("r0", "c1", "h0", None))
+            .await
+            .unwrap();
+        let r1 = s
+            .append_receipt(receipt("r1", "c1", "h1", Some("h0")))
+            .await
+            .unwrap();
+        assert_eq!((r0.position, r1.position), (0, 1));
+        assert!(matches!(
+            s.append_receipt(receipt("r2", "c1", "h2", Some("h0")))
+                .await,
+            Err(StoreError::ReceiptChainConflict { .. })
+        ));
+        assert!(matches!(
+            s.append_receipt(receipt("r2", "c1", "h2", None)).await,
+            Err(StoreError::ReceiptChainConflict { .. })
+        ));
+        assert!(matches!(
+            s.append_receipt(receipt("r9", "c2", "h9", Some("h1")))
+                .await,
+            Err(StoreError::ReceiptChainConflict { .. })
+        ));
+        assert!(matches!(
+            s.append_receipt(receipt("r1", "c3", "hx", None)).await,
+            Err(StoreError::Duplicate { kind: "receipt" })
+        ));
+        s.append_receipt(receipt("r2", "c1", "h2", Some("h1")))
+            .await
+            .unwrap();
+        let chain = s.list_receipts("c1", Limit::max()).await.unwrap();
+        assert_eq!(
+            chain.iter().map(|r| r.hash.as_str()).collect::<Vec<_>>(),
+            ["h0", "h1", "h2"]
+        );
+        assert_eq!(
+            s.list_receipts("c1", Limit::new(2).unwrap())
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(s.get_receipt("r1").await.unwrap().unwrap(), r1);
+        assert!(s.get_receipt("nope").await.unwrap().is_none());
+        // Receipts are append-only in storage.
+        assert!(
+            h.raw_exec("UPDATE aip_receipts SET hash = 'x'")
+                .await
+                .is_err()
+        );
+        assert!(h.raw_exec("DELETE FROM aip_receipts").await.is_err());
+    }
+
+    pub async fn concurrent_receipt_appends_never_fork_a_chain(h: &Harness) {
+        let s = &h.store;
+        s.append_receipt(receipt("r0", "c1", "h0", None))
+            .await
+            .unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..10 {
+            let s = s.clone();
+            tasks.push(tokio::spawn(async move {
+                loop {
+                    match s
+                        .append_receipt(receipt(
+                            &format!("r-{i}"),
+                            "c1",
+                            &format!("h-{i}"),
+                            Some("h0"),
+                        ))
+                        .await
+                    {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return other.is_ok(),
+                    }
+                }
+            }));
+        }
+        let mut wins = 0;
+        for t in tasks {
+            wins += usize::from(t.await.unwrap());
+        }
+        assert_eq!(wins, 1);
+        assert_eq!(s.list_receipts("c1", Limit::max()).await.unwrap().len(), 2);
+    }
+
+    pub async fn audit_events_are_append_only_and_reader_scoped(h: &Harness) {
+        let s = &h.store;
+        let au = |id: &str, tenant: &str, actor: &str| NewAudit {
+            audit_id: id.into(),
+            tenant: tenant.into(),
+            actor: actor.into(),
+            action_label: "session.closed".into(),
+            occurred_at_ms: T0,
+            data: json!({"id": id}),
+        };
+        let a1 = s.append_audit(au("au1", "t1", "alice")).await.unwrap();
+        let a2 = s.append_audit(au("au2", "t1", "bob")).await.unwrap();
+        s.append_audit(au("au3", "t2", "alice")).await.unwrap();
+        assert!(a1.sequence < a2.sequence);
+        assert!(matches!(
+            s.append_audit(au("au1", "t1", "alice")).await,
+            Err(StoreError::Duplicate { .. })
+        ));
+        let ids =
+            |p: Page<AuditRecord>| p.items.into_iter().map(|a| a.audit_id).collect::<Vec<_>>();
+        let alice = AuditQuery {
+            tenant: "t1".into(),
+            actor: Some("alice".into()),
+        };
+        assert_eq!(
+            ids(s.list_audit(&alice, None, Limit::max()).await.unwrap()),
+            ["au1"]
+        );
+        let t1 = AuditQuery {
+            tenant: "t1".into(),
+            actor: None,
+        };
+        let first = s
+            .list_audit(&t1, None, Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            ids(s
+                .list_audit(&t1, Some(&first.next_cursor), Limit::max())
+                .await
+                .unwrap()),
+            ["au2"]
+        );
+        assert!(matches!(
+            s.list_audit(&alice, Some(&first.next_cursor), Limit::max())
+                .await,
+            Err(StoreError::ForeignCursor)
+        ));
+        assert!(
+            h.raw_exec("UPDATE aip_audit SET actor = 'mallory'")
+                .await
+                .is_err()
+        );
+        assert!(h.raw_exec("DELETE FROM aip_audit").await.is_err());
+    }
+
+    pub async fn app_records_make_duplicates_observable(h: &Harness) {
+        let s = &h.store;
+        let rec = |id: &str, tenant: &str| AppRecord {
+            collection: "bookings".into(),
+            record_id: id.into(),
+            tenant: tenant.into(),
+            created_at_ms: T0,
+            body: json!({"seat": id}),
+        };
+        s.insert_record(rec("b1", "t1")).await.unwrap();
+        s.insert_record(rec("b2", "t1")).await.unwrap();
+        s.insert_record(rec("b3", "t2")).await.unwrap();
+        assert!(matches!(
+            s.insert_record(rec("b1", "t1")).await,
+            Err(StoreError::Duplicate { kind: "record" })
+        ));
+        assert_eq!(s.count_records("bookings", "t1").await.unwrap(), 2);
+        assert_eq!(s.count_records("other", "t1").await.unwrap(), 0);
+        let list = s
+            .list_records("bookings", "t1", Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(list, vec![rec("b1", "t1"), rec("b2", "t1")]);
+    }
+
+    pub async fn purge_removes_only_expired_entries(h: &Harness) {
+        let s = &h.store;
+        s.claim_message_id("sc", "old", T0, T0 + 10).await.unwrap();
+        s.claim_message_id("sc", "new", T0, T0 + 1_000)
+            .await
+            .unwrap();
+        let mut c = claim("k-old", "h", CollisionBehavior::RejectConflict);
+        c.expires_at_ms = T0 + 10;
+        admit_ok(s, admission("a1", Some(c))).await;
+        admit_ok(
+            s,
+            admission(
+                "a2",
+                Some(claim("k-new", "h", CollisionBehavior::RejectConflict)),
+            ),
+        )
+        .await;
+        s.create_session(new_session("s1", "alice"), vec![])
+            .await
+            .unwrap();
+        s.issue_resume_token("s1", "t-old", T0 + 10, T0)
+            .await
+            .unwrap();
+        s.issue_resume_token("s1", "t-used", T0 + 1_000, T0)
+            .await
+            .unwrap();
+        s.issue_resume_token("s1", "t-live", T0 + 1_000, T0)
+            .await
+            .unwrap();
+        s.consume_resume_token("t-used", None, T0 + 1)
+            .await
+            .unwrap();
+        let report = s.purge_expired(T0 + 10).await.unwrap();
+        assert_eq!(
+            report,
+            PurgeReport {
+                replay_claims: 1,
+                idempotency_reservations: 1,
+                resume_tokens: 2
+            }
+        );
+        assert_eq!(
+            s.claim_message_id("sc", "new", T0 + 11, T0 + 1_000)
+                .await
+                .unwrap(),
+            ReplayClaim::Replayed
+        );
+        assert!(
+            s.get_idempotency("tenant:t1/cap:demo:book", "k-new", T0 + 11)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert!(
+            s.consume_resume_token("t-live", None, T0 + 11)
+                .await
+                .is_ok()
+        );
+    }
+
+    pub async fn action_lists_are_reader_scoped_with_cursors(h: &Harness) {
+        let s = &h.store;
+        for (id, tenant, principal) in [
+            ("a1", "t1", "alice"),
+            ("a2", "t1", "bob"),
+            ("a3", "t1", "alice"),
+            ("a4", "t2", "alice"),
+        ] {
+            let mut a = admission(id, None);
+            a.action = new_action(id, tenant, principal, ActionState::Accepted);
+            a.events = vec![];
+            admit_ok(s, a).await;
+        }
+        s.transition_action(transition(
+            "a3",
+            &[ActionState::Accepted],
+            ActionState::Completed,
+        ))
+        .await
+        .unwrap();
+        let ids = |p: &Page<ActionRecord>| {
+            p.items
+                .iter()
+                .map(|a| a.action_id.clone())
+                .collect::<Vec<_>>()
+        };
+        let alice = ActionQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        let first = s
+            .list_actions(&alice, None, Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(ids(&first), ["a1"]);
+        let second = s
+            .list_actions(&alice, Some(&first.next_cursor), Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(ids(&second), ["a3"]);
+        let done = ActionQuery {
+            state: Some(ActionState::Completed),
+            ..alice.clone()
+        };
+        assert_eq!(
+            ids(&s.list_actions(&done, None, Limit::max()).await.unwrap()),
+            ["a3"]
+        );
+        let t1 = ActionQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(&s.list_actions(&t1, None, Limit::max()).await.unwrap()),
+            ["a1", "a2", "a3"]
+        );
+        let bob = ActionQuery {
+            tenant: "t1".into(),
+            principal: Some("bob".into()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            s.list_actions(&bob, Some(&first.next_cursor), Limit::max())
+                .await,
+            Err(StoreError::ForeignCursor)
+        ));
+    }
+
+    pub async fn state_and_cursors_survive_a_restart(h: &Harness) {
+        let s = &h.store;
+        let mut a = admission(
+            "a1",
+            Some(claim("k", "h", CollisionBehavior::RevalidateInputHash)),
+        );
+        a.job = Some(job("j1", Some("a1"), 3));
+        admit_ok(s, a).await;
+        s.append_events(vec![event("e2", "t1", Some("alice"), None)])
+            .await
+            .unwrap();
+        let q = EventQuery {
+            tenant: "t1".into(),
+            principal: Some("alice".into()),
+            ..Default::default()
+        };
+        let page = s
+            .list_events(&q, None, Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        let restarted = h.reopen().await.unwrap();
+        assert_eq!(
+            restarted.get_action("a1").await.unwrap(),
+            s.get_action("a1").await.unwrap()
+        );
+        let rest = restarted
+            .list_events(&q, Some(&page.next_cursor), Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(
+            rest.items
+                .iter()
+                .map(|e| e.event_id.as_str())
+                .collect::<Vec<_>>(),
+            ["e2"]
+        );
+        match restarted
+            .admit(admission(
+                "a2",
+                Some(claim("k", "h", CollisionBehavior::RevalidateInputHash)),
+            ))
+            .await
+            .unwrap()
+        {
+            AdmissionOutcome::Replayed { original, .. } => assert_eq!(original.action_id, "a1"),
+            other => panic!("expected replay after restart, got {other:?}"),
+        }
+        assert!(
+            restarted
+                .claim("actions", &WorkerId::fresh(), T0, 1_000)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        restarted.ping().await.unwrap();
+        assert_ne!(
+            WorkerId::fresh(),
+            WorkerId::fresh(),
+            "worker ids are new on every boot"
+        );
+    }
+
+    pub async fn a_changed_migration_stops_startup(h: &Harness) {
+        assert_eq!(
+            h.raw_exec("UPDATE aip_migrations SET checksum = 'tampered' WHERE version = 1")
+                .await
+                .unwrap(),
+            1
+        );
+        match h.reopen().await {
+            Err(e @ StoreError::MigrationChanged { version: 1, .. }) => {
+                assert_eq!(e.code(), "store.migration_changed")
+            }
+            other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+        }
+        h.raw_exec("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES (999, 'future', 'x', 0)").await.unwrap();
+        h.raw_exec("DELETE FROM aip_migrations WHERE version = 1")
+            .await
+            .unwrap();
+        assert!(matches!(
+            h.reopen().await.map(|_| ()),
+            Err(StoreError::MigrationUnknown { version: 999 })
+        ));
+    }
+
+    pub async fn list_limits_are_bounded(h: &Harness) {
+        assert!(Limit::new(0).is_err());
+        assert!(Limit::new(1001).is_err());
+        assert_eq!(Limit::new(1000).unwrap().get(), 1000);
+        let s = &h.store;
+        let evs: Vec<_> = (0..1005)
+            .map(|i| event(&format!("e{i}"), "t1", None, None))
+            .collect();
+        s.append_events(evs).await.unwrap();
+        let q = EventQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        let page = s.list_events(&q, None, Limit::max()).await.unwrap();
+        assert_eq!(page.items.len(), 1000);
+        let rest = s
+            .list_events(&q, Some(&page.next_cursor), Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(rest.items.len(), 5);
+    }
+}
