@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod abp;
+
 /// AIP 1.0 runtime and ABP verification tools.
 #[derive(Debug, Parser)]
 #[command(name = "aip", version, about)]
@@ -18,6 +20,9 @@ struct Cli {
 enum Command {
     /// Print this build's version and the protocol revisions it implements.
     Versions,
+    /// Agent Blueprint Protocol tools: conformance, verify, digest, canonicalize.
+    #[command(subcommand)]
+    Abp(abp::AbpCommand),
 }
 
 fn main() -> ExitCode {
@@ -28,5 +33,6 @@ fn main() -> ExitCode {
             println!("protocols: AIP 1.0, ABP 0.x");
             ExitCode::SUCCESS
         }
+        Command::Abp(cmd) => abp::run(cmd),
     }
 }
