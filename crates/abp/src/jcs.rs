@@ -132,8 +132,15 @@ pub fn write_number(out: &mut String, n: Number) {
         out.push('-');
     }
     // Shortest round-trip digits: Rust's `{:e}` yields `d[.ddd]e<exp>`.
+    // Shortest round-trip digit count k from `{:e}`; then the k-digit decimal closest to the value
+    // (exact formatting rounds half to even), which is ECMA-262 Note 2's choice among candidates.
     let mut sci = String::with_capacity(32);
     let _ = write!(sci, "{:e}", f.abs());
+    let k = sci
+        .split_once('e')
+        .map_or(1, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
+    sci.clear();
+    let _ = write!(sci, "{:.*e}", k.saturating_sub(1), f.abs());
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(|c| *c != '.').collect();

@@ -143,14 +143,7 @@ impl Entry {
             .iter()
             .find(|k| k.key_id == self.kid)
             .ok_or_else(|| Error::new(Code::SignatureKeyUnsupported, "signature.protected.kid"))?;
-        let vk = VerifyingKey::from_bytes(&key.key)
-            .map_err(|_| Error::new(Code::SignatureKeyUnsupported, "key"))?;
-        if vk.is_weak() {
-            return Err(Error::new(Code::SignatureKeyUnsupported, "key"));
-        }
-        let sig = Signature::from_bytes(&self.signature);
-        vk.verify_strict(&self.signing_input(), &sig)
-            .map_err(|_| Error::new(Code::SignatureNotVerified, "signature"))
+        verify_ed25519(&key.key, &self.signing_input(), &self.signature)
     }
 
     /// The key id.
@@ -172,6 +165,18 @@ impl Entry {
     pub fn created_at(&self) -> &str {
         &self.created_at
     }
+}
+
+/// Verify one Ed25519 signature with `verify_strict` (spec 6): an undecodable or small-order key
+/// denies `signature_key_unsupported`, a failed check `signature_not_verified`.
+pub fn verify_ed25519(key: &[u8; 32], message: &[u8], signature: &[u8; 64]) -> Result<()> {
+    let vk = VerifyingKey::from_bytes(key)
+        .map_err(|_| Error::new(Code::SignatureKeyUnsupported, "key"))?;
+    if vk.is_weak() {
+        return Err(Error::new(Code::SignatureKeyUnsupported, "key"));
+    }
+    vk.verify_strict(message, &Signature::from_bytes(signature))
+        .map_err(|_| Error::new(Code::SignatureNotVerified, "signature"))
 }
 
 /// Parse an attestation envelope (spec 6): the signature envelope shape plus a registered `kind`
