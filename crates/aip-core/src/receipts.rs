@@ -1,0 +1,438 @@
+//! Receipt hashing and chain verification (spec 18.2).
+//!
+//! Hash form: this crate follows the spec's reading, "copy the receipt and **omit** its current
+//! `hash`". Another implementation hashes the receipt with `"hash": null` instead. The verifier
+//! recognises that form explicitly: under the default [`HashForm::Omit`] such a receipt is rejected
+//! with [`ReceiptErrorKind::NullFormHash`] (not a generic mismatch); a caller that must interoperate
+//! can opt in with [`HashForm::AcceptNull`], which accepts either form per receipt.
+//!
+//! Verification works on the JSON as received, removing only the top-level `hash` member, so a
+//! sender's explicit `null` members stay in the hashed bytes ("without omitting any other field").
+
+use serde_json::Value;
+
+use crate::canonical::{sha256_hex, to_canonical_vec};
+use crate::{ErrorCategory, ProtocolError, Receipt, ReceiptChain};
+
+/// Which receipt-hash form a verifier accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HashForm {
+    /// Spec 18.2: `hash` omitted before hashing. The only form this crate produces.
+    #[default]
+    Omit,
+    /// Also accept hashes computed with `"hash": null` (the other implementation's form).
+    AcceptNull,
+}
+
+/// The hash of a receipt (spec 18.2): lowercase hex SHA-256 of the canonical receipt without `hash`.
+pub fn receipt_hash(receipt: &Receipt) -> String {
+    let mut v = serde_json::to_value(receipt).unwrap_or(Value::Null);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("hash");
+    }
+    sha256_hex(&to_canonical_vec(&v))
+}
+
+/// The spec's hash of a receipt given as JSON: `hash` removed, everything else kept as received.
+pub fn receipt_value_hash(receipt: &Value) -> String {
+    hash_without(receipt, None)
+}
+
+/// The other implementation's form: `hash` set to `null` before hashing.
+pub fn receipt_value_hash_null_form(receipt: &Value) -> String {
+    hash_without(receipt, Some(Value::Null))
+}
+
+fn hash_without(receipt: &Value, replacement: Option<Value>) -> String {
+    let mut v = receipt.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("hash");
+        if let Some(r) = replacement {
+            o.insert("hash".into(), r);
+        }
+    }
+    sha256_hex(&to_canonical_vec(&v))
+}
+
+/// A chain's `root_hash`: lowercase hex SHA-256 of the concatenated receipt hash strings, in order.
+pub fn root_hash<'a>(hashes: impl IntoIterator<Item = &'a str>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    for s in hashes {
+        h.update(s.as_bytes());
+    }
+    hex::encode(h.finalize())
+}
+
+/// Sets `previous_hash` and `hash` on `receipt` so it extends a chain whose last hash is `previous`.
+pub fn seal(receipt: &mut Receipt, previous: Option<&str>) {
+    receipt.previous_hash = previous.map(str::to_owned);
+    receipt.hash = None;
+    receipt.hash = Some(receipt_hash(receipt));
+}
+
+/// Builds a chain receipt by receipt, keeping the links and root consistent.
+#[derive(Debug, Clone)]
+pub struct ChainBuilder {
+    chain: ReceiptChain,
+}
+
+impl ChainBuilder {
+    /// An empty chain with this id.
+    pub fn new(chain_id: impl Into<String>) -> Self {
+        Self {
+            chain: ReceiptChain {
+                chain_id: chain_id.into(),
+                receipts: Vec::new(),
+                root_hash: None,
+            },
+        }
+    }
+
+    /// Continues an existing chain (its receipts must already be sealed).
+    pub fn resume(chain: ReceiptChain) -> Self {
+        Self { chain }
+    }
+
+    /// Seals `receipt` onto the end of the chain and returns its hash.
+    pub fn push(&mut self, mut receipt: Receipt) -> String {
+        let previous = self.chain.receipts.last().and_then(|r| r.hash.clone());
+        seal(&mut receipt, previous.as_deref());
+        let hash = receipt.hash.clone().unwrap_or_default();
+        self.chain.receipts.push(receipt);
+        self.chain.root_hash = Some(root_hash(
+            self.chain.receipts.iter().filter_map(|r| r.hash.as_deref()),
+        ));
+        hash
+    }
+
+    /// The chain so far.
+    pub fn chain(&self) -> &ReceiptChain {
+        &self.chain
+    }
+
+    /// The finished chain.
+    pub fn finish(self) -> ReceiptChain {
+        self.chain
+    }
+}
+
+/// A verified chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedChain {
+    /// The recomputed (and matching) root hash.
+    pub root_hash: String,
+    /// Number of receipts.
+    pub receipts: usize,
+}
+
+/// What is wrong with a chain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReceiptErrorKind {
+    /// The chain or a receipt is not the expected JSON shape.
+    Malformed(String),
+    /// A receipt has no `hash`.
+    MissingHash,
+    /// A receipt's `hash` does not match its content.
+    HashMismatch {
+        /// Recomputed hash.
+        expected: String,
+        /// Hash found.
+        found: String,
+    },
+    /// The hash matches only the `"hash": null` form, which [`HashForm::Omit`] rejects.
+    NullFormHash,
+    /// The first receipt carries a `previous_hash`.
+    FirstHasPrevious,
+    /// `previous_hash` does not equal the prior receipt's hash.
+    BrokenLink {
+        /// The prior receipt's hash.
+        expected: String,
+        /// The `previous_hash` found (empty when absent).
+        found: String,
+    },
+    /// A non-empty chain has no `root_hash`.
+    MissingRootHash,
+    /// `root_hash` does not match the receipts.
+    RootMismatch {
+        /// Recomputed root.
+        expected: String,
+        /// Root found.
+        found: String,
+    },
+}
+
+/// The first broken link of a chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("receipt chain broken{}: {}", index.map(|i| format!(" at receipt {i}")).unwrap_or_default(), describe(kind))]
+pub struct ReceiptError {
+    /// Index of the first bad receipt (`None` for chain-level problems).
+    pub index: Option<usize>,
+    /// What is wrong.
+    pub kind: ReceiptErrorKind,
+}
+
+fn describe(kind: &ReceiptErrorKind) -> String {
+    match kind {
+        ReceiptErrorKind::Malformed(m) => format!("malformed: {m}"),
+        ReceiptErrorKind::MissingHash => "hash is missing".into(),
+        ReceiptErrorKind::HashMismatch { expected, found } => format!("hash {found} != recomputed {expected}"),
+        ReceiptErrorKind::NullFormHash => {
+            "hash was computed with `\"hash\": null`; spec 18.2 omits the member (use HashForm::AcceptNull to accept)".into()
+        }
+        ReceiptErrorKind::FirstHasPrevious => "the first receipt has a previous_hash".into(),
+        ReceiptErrorKind::BrokenLink { expected, found } => format!("previous_hash {found:?} != prior hash {expected}"),
+        ReceiptErrorKind::MissingRootHash => "a non-empty chain has no root_hash".into(),
+        ReceiptErrorKind::RootMismatch { expected, found } => format!("root_hash {found} != recomputed {expected}"),
+    }
+}
+
+impl ReceiptError {
+    /// Stable wire code.
+    pub fn code(&self) -> &'static str {
+        match self.kind {
+            ReceiptErrorKind::Malformed(_) => "aip.receipt.malformed",
+            ReceiptErrorKind::MissingHash => "aip.receipt.missing_hash",
+            ReceiptErrorKind::HashMismatch { .. } => "aip.receipt.hash_mismatch",
+            ReceiptErrorKind::NullFormHash => "aip.receipt.null_form_hash",
+            ReceiptErrorKind::FirstHasPrevious => "aip.receipt.first_has_previous",
+            ReceiptErrorKind::BrokenLink { .. } => "aip.receipt.broken_link",
+            ReceiptErrorKind::MissingRootHash => "aip.receipt.missing_root_hash",
+            ReceiptErrorKind::RootMismatch { .. } => "aip.receipt.root_mismatch",
+        }
+    }
+
+    /// The wire error (`permanent`; details name the receipt index).
+    pub fn to_protocol_error(&self) -> ProtocolError {
+        let pointer = self
+            .index
+            .map(|i| format!("/receipts/{i}"))
+            .unwrap_or_default();
+        ProtocolError::new(self.code(), ErrorCategory::Permanent, self.to_string())
+            .with_pointer(&pointer)
+    }
+}
+
+fn err(index: Option<usize>, kind: ReceiptErrorKind) -> ReceiptError {
+    ReceiptError { index, kind }
+}
+
+/// Verifies every receipt, every link and the root of a typed chain (18.2).
+pub fn verify_chain(chain: &ReceiptChain) -> Result<VerifiedChain, ReceiptError> {
+    let value = serde_json::to_value(chain)
+        .map_err(|e| err(None, ReceiptErrorKind::Malformed(e.to_string())))?;
+    verify_chain_value(&value, HashForm::Omit)
+}
+
+/// Verifies a chain given as received JSON (`{"chain_id", "receipts": [...], "root_hash"}`), naming
+/// the first broken link.
+pub fn verify_chain_value(chain: &Value, form: HashForm) -> Result<VerifiedChain, ReceiptError> {
+    let receipts = chain
+        .get("receipts")
+        .and_then(Value::as_array)
+        .ok_or_else(|| {
+            err(
+                None,
+                ReceiptErrorKind::Malformed("`receipts` must be an array".into()),
+            )
+        })?;
+    let mut hashes: Vec<&str> = Vec::with_capacity(receipts.len());
+    for (i, r) in receipts.iter().enumerate() {
+        if !r.is_object() {
+            return Err(err(
+                Some(i),
+                ReceiptErrorKind::Malformed("a receipt must be an object".into()),
+            ));
+        }
+        let found = match r.get("hash") {
+            Some(Value::String(h)) => h.as_str(),
+            _ => return Err(err(Some(i), ReceiptErrorKind::MissingHash)),
+        };
+        let expected = receipt_value_hash(r);
+        if expected != found {
+            let null_form = receipt_value_hash_null_form(r) == found;
+            match (null_form, form) {
+                (true, HashForm::AcceptNull) => {}
+                (true, HashForm::Omit) => return Err(err(Some(i), ReceiptErrorKind::NullFormHash)),
+                (false, _) => {
+                    return Err(err(
+                        Some(i),
+                        ReceiptErrorKind::HashMismatch {
+                            expected,
+                            found: found.to_owned(),
+                        },
+                    ));
+                }
+            }
+        }
+        let previous = r.get("previous_hash").and_then(Value::as_str);
+        match (hashes.last(), previous) {
+            (None, None) => {}
+            (None, Some(_)) => return Err(err(Some(i), ReceiptErrorKind::FirstHasPrevious)),
+            (Some(prior), p) if p == Some(*prior) => {}
+            (Some(prior), p) => {
+                return Err(err(
+                    Some(i),
+                    ReceiptErrorKind::BrokenLink {
+                        expected: (*prior).to_owned(),
+                        found: p.unwrap_or_default().to_owned(),
+                    },
+                ));
+            }
+        }
+        hashes.push(found);
+    }
+    let root = root_hash(hashes.iter().copied());
+    match chain.get("root_hash").and_then(Value::as_str) {
+        None if !receipts.is_empty() => Err(err(None, ReceiptErrorKind::MissingRootHash)),
+        Some(found) if found != root => Err(err(
+            None,
+            ReceiptErrorKind::RootMismatch {
+                expected: root,
+                found: found.to_owned(),
+            },
+        )),
+        _ => Ok(VerifiedChain {
+            root_hash: root,
+            receipts: receipts.len(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Principal, PrincipalId, PrincipalKind, ReceiptId, ReceiptType, Timestamp};
+    use serde_json::json;
+
+    fn receipt(n: u32) -> Receipt {
+        Receipt {
+            id: ReceiptId::new(format!("rcpt_{n}")),
+            receipt_type: ReceiptType::ActionAccepted,
+            actor: Principal {
+                id: PrincipalId::new("service:gw"),
+                kind: PrincipalKind::Service,
+                display_name: None,
+                trust_domain: None,
+                did: None,
+                external_refs: vec![],
+                delegated_authority: vec![],
+                auth_context: None,
+            },
+            occurred_at: Timestamp::from_wire("2026-07-14T08:30:00Z"),
+            correlation_id: None,
+            data: Some(json!({"n": n, "signature": "kept"})),
+            previous_hash: None,
+            hash: None,
+        }
+    }
+
+    fn chain(n: u32) -> ReceiptChain {
+        let mut b = ChainBuilder::new("chain_1");
+        for i in 0..n {
+            b.push(receipt(i));
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn a_built_chain_verifies_and_reports_its_root() {
+        let c = chain(3);
+        let v = verify_chain(&c).unwrap();
+        assert_eq!(v.receipts, 3);
+        assert_eq!(Some(v.root_hash), c.root_hash);
+    }
+
+    #[test]
+    fn the_hash_omits_the_hash_member_as_spec_18_2_says() {
+        let mut r = receipt(0);
+        seal(&mut r, None);
+        let mut v = serde_json::to_value(&r).unwrap();
+        v.as_object_mut().unwrap().remove("hash");
+        assert_eq!(
+            r.hash.as_deref(),
+            Some(sha256_hex(&to_canonical_vec(&v)).as_str())
+        );
+    }
+
+    #[test]
+    fn tampered_content_names_the_first_bad_receipt() {
+        let mut v = serde_json::to_value(chain(3)).unwrap();
+        v["receipts"][1]["data"]["n"] = json!(99);
+        let e = verify_chain_value(&v, HashForm::Omit).unwrap_err();
+        assert_eq!(e.index, Some(1));
+        assert_eq!(e.code(), "aip.receipt.hash_mismatch");
+    }
+
+    #[test]
+    fn a_broken_link_and_a_wrong_root_are_reported() {
+        let mut c = chain(3);
+        let mut r2 = c.receipts[2].clone();
+        seal(&mut r2, Some("00"));
+        c.receipts[2] = r2;
+        let e = verify_chain(&c).unwrap_err();
+        assert_eq!((e.index, e.code()), (Some(2), "aip.receipt.broken_link"));
+
+        let mut c = chain(2);
+        c.root_hash = Some("ab".into());
+        assert_eq!(
+            verify_chain(&c).unwrap_err().code(),
+            "aip.receipt.root_mismatch"
+        );
+        c.root_hash = None;
+        assert_eq!(
+            verify_chain(&c).unwrap_err().code(),
+            "aip.receipt.missing_root_hash"
+        );
+    }
+
+    #[test]
+    fn null_form_hashes_are_rejected_by_default_and_accepted_only_on_request() {
+        // Build a chain the other implementation's way: hash over the receipt with "hash": null.
+        let mut receipts = Vec::new();
+        let mut prev: Option<String> = None;
+        for i in 0..2 {
+            let mut v = serde_json::to_value(receipt(i)).unwrap();
+            if let Some(p) = &prev {
+                v["previous_hash"] = json!(p);
+            }
+            let h = receipt_value_hash_null_form(&v);
+            v["hash"] = json!(h);
+            prev = Some(h);
+            receipts.push(v);
+        }
+        let hashes: Vec<String> = receipts
+            .iter()
+            .map(|r| r["hash"].as_str().unwrap().to_owned())
+            .collect();
+        let root = root_hash(hashes.iter().map(String::as_str));
+        let chain = json!({"chain_id": "c", "receipts": receipts, "root_hash": root});
+        let e = verify_chain_value(&chain, HashForm::Omit).unwrap_err();
+        assert_eq!(
+            (e.index, e.kind.clone()),
+            (Some(0), ReceiptErrorKind::NullFormHash)
+        );
+        assert_eq!(
+            verify_chain_value(&chain, HashForm::AcceptNull)
+                .unwrap()
+                .root_hash,
+            root
+        );
+    }
+
+    #[test]
+    fn explicit_null_members_stay_in_the_hashed_bytes() {
+        let mut v = serde_json::to_value(receipt(0)).unwrap();
+        v["correlation_id"] = Value::Null;
+        let with_null = receipt_value_hash(&v);
+        v.as_object_mut().unwrap().remove("correlation_id");
+        assert_ne!(with_null, receipt_value_hash(&v));
+    }
+
+    #[test]
+    fn an_empty_chain_verifies_with_or_without_a_root() {
+        let v = json!({"chain_id": "c", "receipts": []});
+        assert_eq!(verify_chain_value(&v, HashForm::Omit).unwrap().receipts, 0);
+    }
+}
