@@ -2,13 +2,20 @@
 //!
 //! SQLite and PostgreSQL accept the same SQL here (`$N` parameters, `ON CONFLICT`, `RETURNING`), so
 //! the behaviour is written once and expanded for each concrete sqlx database type. What differs is
-//! passed in: how a write transaction begins, the row-lock suffix of reads that precede a write, the
-//! claim statement's lock clause, and the commit notification (both backends provide `begin_write`
-//! and `notify_tx` as inherent methods).
+//! passed in: the row-lock suffix of reads that precede a write and the claim statement's lock clause.
+//! Every write runs as a closure on a connection inside a transaction through the backend's inherent
+//! `write(notify, f)`: PostgreSQL runs one transaction per write; SQLite group-commits concurrent
+//! writes (one savepoint each, one commit and one fsync for the batch).
+
+use std::future::Future;
+use std::pin::Pin;
 
 use serde_json::Value;
 
 use crate::error::{StoreError, StoreResult};
+
+/// A boxed, sendable future borrowing for `'a` (the shape of a write closure's result).
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Converts a stored integer to an unsigned model value.
 pub(crate) fn to_u64(v: i64, what: &'static str) -> StoreResult<u64> {
@@ -52,7 +59,7 @@ pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
 
 macro_rules! sql_store_impl {
     ($Store:ident, $Db:ty, $backend:expr, lock = $lock:literal, claim_lock = $claim_lock:literal) => {
-        type Tx = sqlx::Transaction<'static, $Db>;
+        type Conn = <$Db as sqlx::Database>::Connection;
         type DbRow = <$Db as sqlx::Database>::Row;
 
         mod rows {
@@ -193,43 +200,43 @@ macro_rules! sql_store_impl {
         /// Statements shared by several operations, run inside a caller's transaction.
         impl $Store {
             /// Applies pending migrations of `set` inside `tx` after checking the applied ones.
-            async fn tx_migrate(tx: &mut Tx, set: &[$crate::migrate::Migration]) -> $crate::error::StoreResult<()> {
+            async fn tx_migrate(tx: &mut Conn, set: &[$crate::migrate::Migration]) -> $crate::error::StoreResult<()> {
                 use sqlx::Row as _;
-                sqlx::query($crate::migrate::CREATE_TABLE).execute(&mut **tx).await?;
+                sqlx::query($crate::migrate::CREATE_TABLE).execute(&mut *tx).await?;
                 let applied: Vec<(i64, String)> = sqlx::query("SELECT version, checksum FROM aip_migrations ORDER BY version")
-                    .fetch_all(&mut **tx)
+                    .fetch_all(&mut *tx)
                     .await?
                     .iter()
                     .map(|r| Ok((r.try_get("version")?, r.try_get("checksum")?)))
                     .collect::<Result<_, sqlx::Error>>()?;
                 for m in $crate::migrate::pending(&applied, set)? {
-                    sqlx::raw_sql(m.sql).execute(&mut **tx).await?;
+                    sqlx::raw_sql(m.sql).execute(&mut *tx).await?;
                     sqlx::query("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES ($1, $2, $3, $4)")
                         .bind(m.version)
                         .bind(m.name)
                         .bind(m.checksum())
                         .bind($crate::migrate::now_ms())
-                        .execute(&mut **tx)
+                        .execute(&mut *tx)
                         .await?;
                 }
                 Ok(())
             }
 
             /// Loads the store's cursor key, creating it on first start (shared by every node).
-            async fn tx_cursor_key(tx: &mut Tx) -> $crate::error::StoreResult<$crate::cursor::CursorKey> {
+            async fn tx_cursor_key(tx: &mut Conn) -> $crate::error::StoreResult<$crate::cursor::CursorKey> {
                 use sqlx::Row as _;
                 sqlx::query("INSERT INTO aip_meta (name, value) VALUES ('cursor_key', $1) ON CONFLICT (name) DO NOTHING")
                     .bind($crate::cursor::CursorKey::random_hex()?)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
                 let hex: String = sqlx::query("SELECT value FROM aip_meta WHERE name = 'cursor_key'")
-                    .fetch_one(&mut **tx)
+                    .fetch_one(&mut *tx)
                     .await?
                     .try_get("value")?;
                 $crate::cursor::CursorKey::from_hex(&hex)
             }
 
-            async fn tx_append_events(tx: &mut Tx, events: &[$crate::model::NewEvent]) -> $crate::error::StoreResult<Vec<u64>> {
+            async fn tx_append_events(tx: &mut Conn, events: &[$crate::model::NewEvent]) -> $crate::error::StoreResult<Vec<u64>> {
                 use sqlx::Row as _;
                 if events.is_empty() {
                     return Ok(Vec::new());
@@ -239,7 +246,7 @@ macro_rules! sql_store_impl {
                 // and a reader never sees a later sequence before an earlier one.
                 let row = sqlx::query("UPDATE aip_counters SET value = value + $1 WHERE name = 'events' RETURNING value")
                     .bind(n)
-                    .fetch_one(&mut **tx)
+                    .fetch_one(&mut *tx)
                     .await?;
                 let last: i64 = row.try_get("value")?;
                 let mut seqs = Vec::with_capacity(events.len());
@@ -259,7 +266,7 @@ macro_rules! sql_store_impl {
                     .bind(e.correlation_id.as_deref())
                     .bind(e.occurred_at_ms)
                     .bind(sqlx::types::Json(&e.data))
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await;
                     match r {
                         Ok(_) => {}
@@ -273,18 +280,18 @@ macro_rules! sql_store_impl {
                 Ok(seqs)
             }
 
-            async fn tx_append_receipt(tx: &mut Tx, r: &$crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
+            async fn tx_append_receipt(tx: &mut Conn, r: &$crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
                 use sqlx::Row as _;
                 let exists = sqlx::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
                     .bind(&r.receipt_id)
-                    .fetch_optional(&mut **tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
                 if exists.is_some() {
                     return Err($crate::error::StoreError::Duplicate { kind: "receipt" });
                 }
                 let last = sqlx::query("SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1")
                     .bind(&r.chain_id)
-                    .fetch_optional(&mut **tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
                 let conflict = || $crate::error::StoreError::ReceiptChainConflict { chain_id: r.chain_id.clone() };
                 let position: i64 = match (last, r.previous_hash.as_deref()) {
@@ -313,7 +320,7 @@ macro_rules! sql_store_impl {
                 .bind(r.previous_hash.as_deref())
                 .bind(r.created_at_ms)
                 .bind(sqlx::types::Json(&r.body))
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await;
                 match res {
                     Ok(_) => {}
@@ -336,7 +343,7 @@ macro_rules! sql_store_impl {
                 })
             }
 
-            async fn tx_insert_job(tx: &mut Tx, job: &$crate::model::NewJob) -> $crate::error::StoreResult<()> {
+            async fn tx_insert_job(tx: &mut Conn, job: &$crate::model::NewJob) -> $crate::error::StoreResult<()> {
                 let res = sqlx::query(
                     "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, fence, created_at_ms, updated_at_ms, payload) \
                      VALUES ($1, $2, $3, $4, 'ready', $5, 0, $6, 0, $5, $5, $7)",
@@ -348,7 +355,7 @@ macro_rules! sql_store_impl {
                 .bind(job.available_at_ms)
                 .bind(i64::from(job.max_attempts.max(1)))
                 .bind(sqlx::types::Json(&job.payload))
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await;
                 match res {
                     Ok(_) => Ok(()),
@@ -359,14 +366,14 @@ macro_rules! sql_store_impl {
 
             /// Fails unless `fence` still owns an unexpired lease (spec 13.4): the row is locked on
             /// PostgreSQL so no claim can slip in before this transaction commits.
-            async fn tx_check_fence(tx: &mut Tx, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
+            async fn tx_check_fence(tx: &mut Conn, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
                 use sqlx::Row as _;
                 let row = sqlx::query(concat!(
                     "SELECT state, lease_owner, lease_expires_at_ms, fence FROM aip_jobs WHERE job_id = $1",
                     $lock
                 ))
                 .bind(&fence.job_id)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *tx)
                 .await?
                 .ok_or($crate::error::StoreError::NotFound { kind: "job" })?;
                 let state: String = row.try_get("state")?;
@@ -380,7 +387,7 @@ macro_rules! sql_store_impl {
                 if held { Ok(()) } else { Err($crate::error::StoreError::StaleLease) }
             }
 
-            async fn tx_get_action(tx: &mut Tx, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
+            async fn tx_get_action(tx: &mut Conn, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
                 let row = sqlx::query(concat!(
                     "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
@@ -388,34 +395,23 @@ macro_rules! sql_store_impl {
                     $lock
                 ))
                 .bind(action_id)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *tx)
                 .await?;
                 row.as_ref().map(rows::action).transpose()
             }
 
-            async fn tx_get_session(tx: &mut Tx, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
+            async fn tx_get_session(tx: &mut Conn, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
                 let row = sqlx::query(concat!(
                     "SELECT session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
                      FROM aip_sessions WHERE session_id = $1",
                     $lock
                 ))
                 .bind(session_id)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *tx)
                 .await?;
                 row.as_ref().map(rows::session).transpose()
             }
 
-            /// Commits, then wakes local waiters (PostgreSQL peers are woken by NOTIFY at commit).
-            async fn commit_and_wake(&self, mut tx: Tx, notify: bool) -> $crate::error::StoreResult<()> {
-                if notify {
-                    Self::notify_tx(&mut tx).await?;
-                }
-                tx.commit().await?;
-                if notify {
-                    self.changes.send_modify(|v| *v = v.wrapping_add(1));
-                }
-                Ok(())
-            }
         }
 
         #[async_trait::async_trait]
@@ -440,7 +436,7 @@ macro_rules! sql_store_impl {
                 if a.action.state.is_terminal() {
                     return Err(StoreError::InvalidInput("an action cannot be admitted in a terminal state"));
                 }
-                let mut tx = self.begin_write().await?;
+                self.write(true, move |tx| Box::pin(async move {
                 if let Some(claim) = &a.idempotency {
                     if claim.expires_at_ms <= now {
                         return Err(StoreError::InvalidInput("idempotency reservation expires before admission"));
@@ -481,13 +477,11 @@ macro_rules! sql_store_impl {
                             CollisionBehavior::RevalidateInputHash => reservation.input_hash == claim.input_hash,
                         };
                         if !replay {
-                            tx.rollback().await?;
                             return Ok(AdmissionOutcome::Conflict { reservation });
                         }
-                        let original = Self::tx_get_action(&mut tx, &reservation.action_id)
+                        let original = Self::tx_get_action(&mut *tx, &reservation.action_id)
                             .await?
                             .ok_or_else(|| StoreError::Corrupt("idempotency reservation without its action".into()))?;
-                        tx.rollback().await?;
                         return Ok(AdmissionOutcome::Replayed { original, reservation });
                     }
                 }
@@ -521,14 +515,15 @@ macro_rules! sql_store_impl {
                     Err(err) => return Err(err.into()),
                 };
                 for r in &a.receipts {
-                    Self::tx_append_receipt(&mut tx, r).await?;
+                    Self::tx_append_receipt(&mut *tx, r).await?;
                 }
                 if let Some(job) = &a.job {
-                    Self::tx_insert_job(&mut tx, job).await?;
+                    Self::tx_insert_job(&mut *tx, job).await?;
                 }
-                Self::tx_append_events(&mut tx, &a.events).await?;
-                self.commit_and_wake(tx, true).await?;
+                Self::tx_append_events(&mut *tx, &a.events).await?;
                 Ok(AdmissionOutcome::Admitted(record))
+                }))
+                .await
             }
 
             async fn get_action(&self, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
@@ -597,11 +592,11 @@ macro_rules! sql_store_impl {
                 if t.finish_job && t.fence.is_none() {
                     return Err(StoreError::InvalidInput("finish_job needs a fence"));
                 }
-                let mut tx = self.begin_write().await?;
+                self.write(true, move |tx| Box::pin(async move {
                 if let Some(fence) = &t.fence {
-                    Self::tx_check_fence(&mut tx, fence, t.now_ms).await?;
+                    Self::tx_check_fence(&mut *tx, fence, t.now_ms).await?;
                 }
-                let current = Self::tx_get_action(&mut tx, &t.action_id)
+                let current = Self::tx_get_action(&mut *tx, &t.action_id)
                     .await?
                     .ok_or(StoreError::NotFound { kind: "action" })?;
                 if current.state.is_terminal() {
@@ -637,11 +632,12 @@ macro_rules! sql_store_impl {
                     }
                 }
                 for r in &t.receipts {
-                    Self::tx_append_receipt(&mut tx, r).await?;
+                    Self::tx_append_receipt(&mut *tx, r).await?;
                 }
-                Self::tx_append_events(&mut tx, &t.events).await?;
-                self.commit_and_wake(tx, true).await?;
+                Self::tx_append_events(&mut *tx, &t.events).await?;
                 Ok(record)
+                }))
+                .await
             }
 
             async fn get_idempotency(&self, scope: &str, key: &str, now_ms: i64) -> $crate::error::StoreResult<Option<$crate::model::IdempotencyRecord>> {
@@ -682,9 +678,11 @@ macro_rules! sql_store_impl {
             }
 
             async fn enqueue(&self, job: $crate::model::NewJob) -> $crate::error::StoreResult<()> {
-                let mut tx = self.begin_write().await?;
-                Self::tx_insert_job(&mut tx, &job).await?;
-                self.commit_and_wake(tx, false).await
+                self.write(false, move |tx| Box::pin(async move {
+                Self::tx_insert_job(&mut *tx, &job).await?;
+                Ok(())
+                }))
+                .await
             }
 
             async fn claim(
@@ -698,7 +696,9 @@ macro_rules! sql_store_impl {
                 if lease_ms <= 0 {
                     return Err($crate::error::StoreError::InvalidInput("lease duration must be positive"));
                 }
-                let mut tx = self.begin_write().await?;
+                let queue = queue.to_owned();
+                let worker = worker.clone();
+                self.write(false, move |tx| Box::pin(async move {
                 let row = sqlx::query(concat!(
                     "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
                      attempts = attempts + 1, updated_at_ms = $3 \
@@ -715,11 +715,9 @@ macro_rules! sql_store_impl {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(row) = row else {
-                    tx.rollback().await?;
                     return Ok(None);
                 };
                 let (job_id, queue, action_id, fence, attempts, expires, payload) = rows::lease(&row)?;
-                self.commit_and_wake(tx, false).await?;
                 Ok(Some($crate::model::Lease {
                     fence: $crate::model::Fence { job_id, worker_id: worker.clone(), token: to_u64(fence, "fencing token")? },
                     queue,
@@ -728,14 +726,17 @@ macro_rules! sql_store_impl {
                     expires_at_ms: expires,
                     payload,
                 }))
+                }))
+                .await
             }
 
             async fn renew(&self, fence: &$crate::model::Fence, now_ms: i64, lease_ms: i64) -> $crate::error::StoreResult<i64> {
                 if lease_ms <= 0 {
                     return Err($crate::error::StoreError::InvalidInput("lease duration must be positive"));
                 }
-                let mut tx = self.begin_write().await?;
-                Self::tx_check_fence(&mut tx, fence, now_ms).await?;
+                let fence = fence.clone();
+                self.write(false, move |tx| Box::pin(async move {
+                Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 let expires = now_ms.saturating_add(lease_ms);
                 sqlx::query("UPDATE aip_jobs SET lease_expires_at_ms = $2, updated_at_ms = $3 WHERE job_id = $1")
                     .bind(&fence.job_id)
@@ -743,19 +744,23 @@ macro_rules! sql_store_impl {
                     .bind(now_ms)
                     .execute(&mut *tx)
                     .await?;
-                self.commit_and_wake(tx, false).await?;
                 Ok(expires)
+                }))
+                .await
             }
 
             async fn complete_job(&self, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
-                let mut tx = self.begin_write().await?;
-                Self::tx_check_fence(&mut tx, fence, now_ms).await?;
+                let fence = fence.clone();
+                self.write(false, move |tx| Box::pin(async move {
+                Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 sqlx::query("UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1")
                     .bind(&fence.job_id)
                     .bind(now_ms)
                     .execute(&mut *tx)
                     .await?;
-                self.commit_and_wake(tx, false).await
+                Ok(())
+                }))
+                .await
             }
 
             async fn fail_job(
@@ -766,8 +771,10 @@ macro_rules! sql_store_impl {
                 error: &str,
             ) -> $crate::error::StoreResult<$crate::model::JobState> {
                 use sqlx::Row as _;
-                let mut tx = self.begin_write().await?;
-                Self::tx_check_fence(&mut tx, fence, now_ms).await?;
+                let fence = fence.clone();
+                let error = error.to_owned();
+                self.write(false, move |tx| Box::pin(async move {
+                Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 let row = sqlx::query(
                     "UPDATE aip_jobs SET \
                      state = CASE WHEN CAST($2 AS BIGINT) IS NOT NULL AND attempts < max_attempts THEN 'ready' ELSE 'dead' END, \
@@ -776,18 +783,20 @@ macro_rules! sql_store_impl {
                 )
                 .bind(&fence.job_id)
                 .bind(retry_at_ms)
-                .bind($crate::backend::bounded_error(error))
+                .bind($crate::backend::bounded_error(&error))
                 .bind(now_ms)
                 .fetch_one(&mut *tx)
                 .await?;
                 let state: String = row.try_get("state")?;
-                self.commit_and_wake(tx, false).await?;
                 $crate::model::JobState::parse(&state).ok_or_else(|| $crate::error::StoreError::Corrupt(format!("job state {state}")))
+                }))
+                .await
             }
 
             async fn release_job(&self, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
-                let mut tx = self.begin_write().await?;
-                Self::tx_check_fence(&mut tx, fence, now_ms).await?;
+                let fence = fence.clone();
+                self.write(false, move |tx| Box::pin(async move {
+                Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 sqlx::query(
                     "UPDATE aip_jobs SET state = 'ready', available_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL, \
                      attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at_ms = $2 WHERE job_id = $1",
@@ -796,17 +805,20 @@ macro_rules! sql_store_impl {
                 .bind(now_ms)
                 .execute(&mut *tx)
                 .await?;
-                self.commit_and_wake(tx, false).await
+                Ok(())
+                }))
+                .await
             }
 
             async fn append_events(&self, events: Vec<$crate::model::NewEvent>) -> $crate::error::StoreResult<Vec<u64>> {
                 if events.is_empty() {
                     return Ok(Vec::new());
                 }
-                let mut tx = self.begin_write().await?;
-                let seqs = Self::tx_append_events(&mut tx, &events).await?;
-                self.commit_and_wake(tx, true).await?;
+                self.write(true, move |tx| Box::pin(async move {
+                let seqs = Self::tx_append_events(&mut *tx, &events).await?;
                 Ok(seqs)
+                }))
+                .await
             }
 
             async fn list_events(
@@ -864,11 +876,12 @@ macro_rules! sql_store_impl {
                 use $crate::model::ChunkAppend;
                 use sqlx::Row as _;
                 let seq = $crate::backend::to_i64(chunk.sequence, "chunk sequence too large")?;
-                let mut tx = self.begin_write().await?;
+                let fence = fence.cloned();
+                self.write(true, move |tx| Box::pin(async move {
                 if let Some(fence) = fence {
-                    Self::tx_check_fence(&mut tx, fence, now_ms).await?;
+                    Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 }
-                if Self::tx_get_action(&mut tx, &chunk.action_id).await?.is_none() {
+                if Self::tx_get_action(&mut *tx, &chunk.action_id).await?.is_none() {
                     return Err(StoreError::NotFound { kind: "action" });
                 }
                 let existing = sqlx::query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
@@ -879,7 +892,6 @@ macro_rules! sql_store_impl {
                 if let Some(row) = existing {
                     let kind: String = row.try_get("kind")?;
                     let data = row.try_get::<sqlx::types::Json<serde_json::Value>, _>("data")?.0;
-                    tx.rollback().await?;
                     return if kind == chunk.kind && $crate::backend::same_json(&data, &chunk.data) {
                         Ok(ChunkAppend::Duplicate)
                     } else {
@@ -913,8 +925,9 @@ macro_rules! sql_store_impl {
                     }
                     Err(err) => return Err(err.into()),
                 }
-                self.commit_and_wake(tx, true).await?;
                 Ok(ChunkAppend::Inserted)
+                }))
+                .await
             }
 
             async fn list_chunks(
@@ -944,7 +957,7 @@ macro_rules! sql_store_impl {
                 events: Vec<$crate::model::NewEvent>,
             ) -> $crate::error::StoreResult<$crate::model::SessionRecord> {
                 use $crate::error::StoreError;
-                let mut tx = self.begin_write().await?;
+                self.write(true, move |tx| Box::pin(async move {
                 let res = sqlx::query(
                     "INSERT INTO aip_sessions (session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data) \
                      VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
@@ -965,9 +978,10 @@ macro_rules! sql_store_impl {
                     Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "session" }),
                     Err(err) => return Err(err.into()),
                 };
-                Self::tx_append_events(&mut tx, &events).await?;
-                self.commit_and_wake(tx, true).await?;
+                Self::tx_append_events(&mut *tx, &events).await?;
                 Ok(record)
+                }))
+                .await
             }
 
             async fn get_session(&self, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
@@ -1024,8 +1038,8 @@ macro_rules! sql_store_impl {
                 t: $crate::model::SessionTransition,
             ) -> $crate::error::StoreResult<$crate::model::SessionRecord> {
                 use $crate::error::StoreError;
-                let mut tx = self.begin_write().await?;
-                let current = Self::tx_get_session(&mut tx, &t.session_id)
+                self.write(true, move |tx| Box::pin(async move {
+                let current = Self::tx_get_session(&mut *tx, &t.session_id)
                     .await?
                     .ok_or(StoreError::NotFound { kind: "session" })?;
                 if current.state.is_terminal() {
@@ -1051,9 +1065,10 @@ macro_rules! sql_store_impl {
                 .await?
                 .ok_or_else(|| StoreError::StateConflict { actual: current.state.as_str().to_owned() })?;
                 let record = rows::session(&row)?;
-                Self::tx_append_events(&mut tx, &t.events).await?;
-                self.commit_and_wake(tx, true).await?;
+                Self::tx_append_events(&mut *tx, &t.events).await?;
                 Ok(record)
+                }))
+                .await
             }
 
             async fn issue_resume_token(&self, session_id: &str, token: &str, expires_at_ms: i64, now_ms: i64) -> $crate::error::StoreResult<()> {
@@ -1061,14 +1076,16 @@ macro_rules! sql_store_impl {
                 if token.is_empty() || expires_at_ms <= now_ms {
                     return Err(StoreError::InvalidInput("resume token must be non-empty and expire in the future"));
                 }
-                let mut tx = self.begin_write().await?;
-                if Self::tx_get_session(&mut tx, session_id).await?.is_none() {
+                let session_id = session_id.to_owned();
+                let token = token.to_owned();
+                self.write(false, move |tx| Box::pin(async move {
+                if Self::tx_get_session(&mut *tx, &session_id).await?.is_none() {
                     return Err(StoreError::NotFound { kind: "session" });
                 }
                 let res = sqlx::query(
                     "INSERT INTO aip_resume_tokens (token_hash, session_id, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4)",
                 )
-                .bind($crate::backend::secret_hash(token))
+                .bind($crate::backend::secret_hash(&token))
                 .bind(session_id)
                 .bind(now_ms)
                 .bind(expires_at_ms)
@@ -1079,7 +1096,9 @@ macro_rules! sql_store_impl {
                     Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "resume token" }),
                     Err(err) => return Err(err.into()),
                 }
-                self.commit_and_wake(tx, false).await
+                Ok(())
+                }))
+                .await
             }
 
             async fn consume_resume_token(
@@ -1090,14 +1109,16 @@ macro_rules! sql_store_impl {
             ) -> $crate::error::StoreResult<$crate::model::SessionRecord> {
                 use $crate::error::StoreError;
                 use sqlx::Row as _;
-                let mut tx = self.begin_write().await?;
+                let token = token.to_owned();
+                let replacement = replacement.map(|(t, e)| (t.to_owned(), e));
+                self.write(false, move |tx| Box::pin(async move {
                 // The conditional update is the atomic consume: of two concurrent resumes, one
                 // updates the row and the other finds it consumed.
                 let row = sqlx::query(
                     "UPDATE aip_resume_tokens SET consumed_at_ms = $2 \
                      WHERE token_hash = $1 AND consumed_at_ms IS NULL AND expires_at_ms > $2 RETURNING session_id",
                 )
-                .bind($crate::backend::secret_hash(token))
+                .bind($crate::backend::secret_hash(&token))
                 .bind(now_ms)
                 .fetch_optional(&mut *tx)
                 .await?
@@ -1110,18 +1131,19 @@ macro_rules! sql_store_impl {
                     sqlx::query(
                         "INSERT INTO aip_resume_tokens (token_hash, session_id, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4)",
                     )
-                    .bind($crate::backend::secret_hash(next))
+                    .bind($crate::backend::secret_hash(&next))
                     .bind(&session_id)
                     .bind(now_ms)
                     .bind(expires_at_ms)
                     .execute(&mut *tx)
                     .await?;
                 }
-                let session = Self::tx_get_session(&mut tx, &session_id)
+                let session = Self::tx_get_session(&mut *tx, &session_id)
                     .await?
                     .ok_or_else(|| StoreError::Corrupt("resume token without its session".into()))?;
-                self.commit_and_wake(tx, false).await?;
                 Ok(session)
+                }))
+                .await
             }
 
             async fn claim_message_id(
@@ -1134,7 +1156,9 @@ macro_rules! sql_store_impl {
                 if retain_until_ms <= now_ms {
                     return Err($crate::error::StoreError::InvalidInput("replay retention must end in the future"));
                 }
-                let mut tx = self.begin_write().await?;
+                let scope = scope.to_owned();
+                let message_id = message_id.to_owned();
+                self.write(false, move |tx| Box::pin(async move {
                 let row = sqlx::query(
                     "INSERT INTO aip_replay_claims (scope, message_id, claimed_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (scope, message_id) DO UPDATE SET claimed_at_ms = excluded.claimed_at_ms, expires_at_ms = excluded.expires_at_ms \
@@ -1146,15 +1170,17 @@ macro_rules! sql_store_impl {
                 .bind(retain_until_ms)
                 .fetch_optional(&mut *tx)
                 .await?;
-                self.commit_and_wake(tx, false).await?;
                 Ok(if row.is_some() { $crate::model::ReplayClaim::Claimed } else { $crate::model::ReplayClaim::Replayed })
+                }))
+                .await
             }
 
             async fn append_receipt(&self, receipt: $crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
-                let mut tx = self.begin_write().await?;
-                let record = Self::tx_append_receipt(&mut tx, &receipt).await?;
-                self.commit_and_wake(tx, false).await?;
+                self.write(false, move |tx| Box::pin(async move {
+                let record = Self::tx_append_receipt(&mut *tx, &receipt).await?;
                 Ok(record)
+                }))
+                .await
             }
 
             async fn list_receipts(&self, chain_id: &str, limit: $crate::model::Limit) -> $crate::error::StoreResult<Vec<$crate::model::ReceiptRecord>> {
@@ -1182,7 +1208,7 @@ macro_rules! sql_store_impl {
 
             async fn append_audit(&self, a: $crate::model::NewAudit) -> $crate::error::StoreResult<$crate::model::AuditRecord> {
                 use sqlx::Row as _;
-                let mut tx = self.begin_write().await?;
+                self.write(false, move |tx| Box::pin(async move {
                 let row = sqlx::query("UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value")
                     .fetch_one(&mut *tx)
                     .await?;
@@ -1207,8 +1233,9 @@ macro_rules! sql_store_impl {
                     }
                     Err(err) => return Err(err.into()),
                 };
-                self.commit_and_wake(tx, false).await?;
                 Ok(record)
+                }))
+                .await
             }
 
             async fn list_audit(
@@ -1246,7 +1273,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn insert_record(&self, r: $crate::model::AppRecord) -> $crate::error::StoreResult<()> {
-                let mut tx = self.begin_write().await?;
+                self.write(false, move |tx| Box::pin(async move {
                 let res = sqlx::query(
                     "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ($1, $2, $3, $4, $5)",
                 )
@@ -1264,7 +1291,9 @@ macro_rules! sql_store_impl {
                     }
                     Err(err) => return Err(err.into()),
                 }
-                self.commit_and_wake(tx, false).await
+                Ok(())
+                }))
+                .await
             }
 
             async fn list_records(&self, collection: &str, tenant: &str, limit: $crate::model::Limit) -> $crate::error::StoreResult<Vec<$crate::model::AppRecord>> {
@@ -1291,7 +1320,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn purge_expired(&self, now_ms: i64) -> $crate::error::StoreResult<$crate::model::PurgeReport> {
-                let mut tx = self.begin_write().await?;
+                self.write(false, move |tx| Box::pin(async move {
                 let replay = sqlx::query("DELETE FROM aip_replay_claims WHERE expires_at_ms <= $1")
                     .bind(now_ms)
                     .execute(&mut *tx)
@@ -1307,8 +1336,9 @@ macro_rules! sql_store_impl {
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
-                self.commit_and_wake(tx, false).await?;
                 Ok($crate::model::PurgeReport { replay_claims: replay, idempotency_reservations: idem, resume_tokens: tokens })
+                }))
+                .await
             }
         }
     };

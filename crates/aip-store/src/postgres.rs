@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use crate::backend::sql_store_impl;
+use crate::backend::{BoxFuture, sql_store_impl};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
 use crate::migrate;
@@ -89,16 +89,36 @@ impl PostgresStore {
         self.writer.close().await;
     }
 
-    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Postgres>> {
-        Ok(self.writer.begin().await?)
-    }
-
-    async fn notify_tx(tx: &mut sqlx::Transaction<'static, Postgres>) -> StoreResult<()> {
-        // Delivered at commit, to every listening node.
-        sqlx::query("SELECT pg_notify('aip_changes', '')")
-            .execute(&mut **tx)
-            .await?;
-        Ok(())
+    /// Runs `f` in its own transaction; commits when it returns `Ok`, rolls back otherwise. With
+    /// `notify`, the commit also wakes waiters on every node (NOTIFY is delivered at commit).
+    async fn write<R, F>(&self, notify: bool, f: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> BoxFuture<'c, StoreResult<R>>
+            + Send
+            + 'static,
+    {
+        let mut tx = self.writer.begin().await?;
+        match f(&mut tx).await {
+            Ok(r) => {
+                if notify {
+                    sqlx::query("SELECT pg_notify('aip_changes', '')")
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                tx.commit().await?;
+                if notify {
+                    self.changes.send_modify(|v| *v = v.wrapping_add(1));
+                }
+                Ok(r)
+            }
+            Err(e) => {
+                // Dropping the transaction rolls it back as well; an explicit rollback frees the
+                // connection at once.
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+        }
     }
 }
 

@@ -2,21 +2,23 @@
 //!
 //! Durability: WAL journal with `synchronous = FULL`, so a commit is on disk before the runtime
 //! acknowledges it (NORMAL could lose the last commits on power loss). Writes go through one writer
-//! connection and `BEGIN IMMEDIATE`, which makes every read-then-write transaction atomic (the
-//! SQLite equivalent of row locks and `SKIP LOCKED` claims) and avoids lock-upgrade deadlocks;
-//! reads use a separate pool and see committed data only. Foreign keys are on; the busy timeout
-//! covers other processes on the same file.
+//! task owning one connection; it runs each write in `BEGIN IMMEDIATE`, which makes every
+//! read-then-write operation atomic (the SQLite equivalent of row locks and `SKIP LOCKED` claims).
+//! Group commit: writes that queue up while a commit is being synced run in the next transaction
+//! together, each inside its own savepoint (a failing write rolls back only itself), and share one
+//! commit and one fsync; no caller hears back before that commit. Reads use a separate read-only
+//! pool and see committed data only. Foreign keys are on; the busy timeout covers other processes.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
 use std::time::Duration;
 
-use sqlx::Sqlite;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
+use sqlx::{Sqlite, SqliteConnection};
 
-use crate::backend::sql_store_impl;
+use crate::backend::{BoxFuture, sql_store_impl};
 use crate::cursor::CursorKey;
 use crate::error::{StoreError, StoreResult};
 use crate::migrate;
@@ -40,9 +42,25 @@ impl Default for SqliteOptions {
     }
 }
 
+/// The most writes one group commit takes.
+const MAX_BATCH: usize = 256;
+
+/// What a finished write hands back to the writer task: whether to keep its savepoint, whether it
+/// wakes waiters, and how to deliver its result once the batch's commit outcome is known.
+struct WriteDone {
+    ok: bool,
+    notify: bool,
+    deliver: Box<dyn FnOnce(Result<(), String>) + Send>,
+}
+
+/// A write queued for the writer task.
+type WriteJob =
+    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, WriteDone> + Send>;
+
 /// An SQLite-backed [`crate::Store`].
 #[derive(Debug)]
 pub struct SqliteStore {
+    jobs: tokio::sync::mpsc::Sender<WriteJob>,
     writer: SqlitePool,
     reader: SqlitePool,
     key: CursorKey,
@@ -80,7 +98,10 @@ impl SqliteStore {
             .connect_with(connect.read_only(true))
             .await?;
         let (changes, _) = tokio::sync::watch::channel(0);
+        let (jobs, queue) = tokio::sync::mpsc::channel(4 * MAX_BATCH);
+        tokio::spawn(write_loop(writer.clone(), queue, changes.clone()));
         Ok(SqliteStore {
+            jobs,
             writer,
             reader,
             key,
@@ -100,13 +121,97 @@ impl SqliteStore {
         self.writer.close().await;
     }
 
-    async fn begin_write(&self) -> StoreResult<sqlx::Transaction<'static, Sqlite>> {
-        Ok(self.writer.begin_with("BEGIN IMMEDIATE").await?)
+    /// Queues `f` for the writer task and waits for the commit of its batch. `f` returning `Err`
+    /// rolls back its own savepoint only.
+    async fn write<R, F>(&self, notify: bool, f: F) -> StoreResult<R>
+    where
+        R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<R>>
+            + Send
+            + 'static,
+    {
+        let (reply, result) = tokio::sync::oneshot::channel::<StoreResult<R>>();
+        let job: WriteJob = Box::new(move |conn: &mut SqliteConnection| {
+            Box::pin(async move {
+                let res = f(conn).await;
+                WriteDone {
+                    ok: res.is_ok(),
+                    notify,
+                    deliver: Box::new(move |commit: Result<(), String>| {
+                        let out = match (res, commit) {
+                            (Ok(r), Ok(())) => Ok(r),
+                            (Ok(_), Err(e)) => Err(StoreError::Backend(e)),
+                            (Err(e), _) => Err(e),
+                        };
+                        // The caller may have gone away (cancelled request); the write stands.
+                        let _ = reply.send(out);
+                    }),
+                }
+            })
+        });
+        self.jobs
+            .send(job)
+            .await
+            .map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?;
+        result
+            .await
+            .map_err(|_| StoreError::Unavailable("the SQLite write was abandoned".into()))?
     }
+}
 
-    async fn notify_tx(_tx: &mut sqlx::Transaction<'static, Sqlite>) -> StoreResult<()> {
-        // One process owns an SQLite file's waiters; the in-process watch is enough.
-        Ok(())
+/// The writer task: takes every queued write (up to [`MAX_BATCH`]) into one transaction.
+async fn write_loop(
+    pool: SqlitePool,
+    mut queue: tokio::sync::mpsc::Receiver<WriteJob>,
+    changes: tokio::sync::watch::Sender<u64>,
+) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        // Jobs dropped unrun (the batch could not start) surface as `Unavailable` to their callers.
+        let Ok(mut tx) = pool.begin_with("BEGIN IMMEDIATE").await else {
+            continue;
+        };
+        let mut done = Vec::with_capacity(batch.len());
+        let mut broken = None;
+        for job in batch {
+            if let Err(e) = sqlx::query("SAVEPOINT aip_write").execute(&mut *tx).await {
+                broken = Some(e.to_string());
+                break;
+            }
+            let d = job(&mut tx).await;
+            let end = if d.ok {
+                sqlx::query("RELEASE aip_write").execute(&mut *tx).await
+            } else {
+                match sqlx::query("ROLLBACK TO aip_write").execute(&mut *tx).await {
+                    Ok(_) => sqlx::query("RELEASE aip_write").execute(&mut *tx).await,
+                    Err(e) => Err(e),
+                }
+            };
+            done.push(d);
+            if let Err(e) = end {
+                broken = Some(e.to_string());
+                break;
+            }
+        }
+        let outcome = match broken {
+            Some(e) => {
+                let _ = tx.rollback().await;
+                Err(e)
+            }
+            None => tx.commit().await.map_err(|e| e.to_string()),
+        };
+        if outcome.is_ok() && done.iter().any(|d| d.ok && d.notify) {
+            changes.send_modify(|v| *v = v.wrapping_add(1));
+        }
+        for d in done {
+            (d.deliver)(outcome.clone());
+        }
     }
 }
 

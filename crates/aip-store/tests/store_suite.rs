@@ -68,6 +68,7 @@ suite!(
     state_and_cursors_survive_a_restart,
     a_changed_migration_stops_startup,
     list_limits_are_bounded,
+    concurrent_writes_succeed_or_fail_independently,
 );
 
 mod cases {
@@ -1848,5 +1849,87 @@ mod cases {
             .await
             .unwrap();
         assert_eq!(rest.items.len(), 5);
+    }
+
+    pub async fn concurrent_writes_succeed_or_fail_independently(h: &Harness) {
+        // Writes that run together (one SQLite group commit, or parallel PostgreSQL transactions)
+        // must not take each other down: every odd admission carries a receipt that breaks its
+        // chain and must leave no trace; every even one must be fully there.
+        let mut tasks = Vec::new();
+        for i in 0..64 {
+            let s = h.store.clone();
+            tasks.push(tokio::spawn(async move {
+                let id = format!("a{i:02}");
+                let mut a = admission(
+                    &id,
+                    Some(claim(
+                        &format!("k{i}"),
+                        "h",
+                        CollisionBehavior::RejectConflict,
+                    )),
+                );
+                let prev = if i % 2 == 1 {
+                    Some("no-such-tip")
+                } else {
+                    None
+                };
+                a.receipts = vec![receipt(&format!("r{i}"), &id, &format!("h{i}"), prev)];
+                loop {
+                    match s.admit(a.clone()).await {
+                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                        other => return (i, other),
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            let (i, r) = t.await.unwrap();
+            if i % 2 == 1 {
+                assert!(
+                    matches!(r, Err(StoreError::ReceiptChainConflict { .. })),
+                    "{i}: {r:?}"
+                );
+            } else {
+                assert!(matches!(r, Ok(AdmissionOutcome::Admitted(_))), "{i}: {r:?}");
+            }
+        }
+        let q = ActionQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        let ids: Vec<String> = h
+            .store
+            .list_actions(&q, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|a| a.action_id)
+            .collect();
+        let mut expected: Vec<String> = (0..64)
+            .filter(|i| i % 2 == 0)
+            .map(|i| format!("a{i:02}"))
+            .collect();
+        let mut got = ids.clone();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(events_of(&h.store, "t1").await.len(), 32);
+        for i in (1..64).step_by(2) {
+            assert!(
+                h.store
+                    .get_idempotency("tenant:t1/cap:demo:book", &format!("k{i}"), T0)
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+            assert!(
+                h.store
+                    .get_receipt(&format!("r{i}"))
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        }
     }
 }
