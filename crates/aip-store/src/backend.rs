@@ -236,50 +236,6 @@ macro_rules! sql_store_impl {
                 $crate::cursor::CursorKey::from_hex(&hex)
             }
 
-            async fn tx_append_events(tx: &mut Conn, events: &[$crate::model::NewEvent]) -> $crate::error::StoreResult<Vec<u64>> {
-                use sqlx::Row as _;
-                if events.is_empty() {
-                    return Ok(Vec::new());
-                }
-                let n = i64::try_from(events.len()).map_err(|_| $crate::error::StoreError::InvalidInput("too many events"))?;
-                // The counter row is locked until commit, so sequences are assigned in commit order
-                // and a reader never sees a later sequence before an earlier one.
-                let row = sqlx::query("UPDATE aip_counters SET value = value + $1 WHERE name = 'events' RETURNING value")
-                    .bind(n)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let last: i64 = row.try_get("value")?;
-                let mut seqs = Vec::with_capacity(events.len());
-                for (i, e) in events.iter().enumerate() {
-                    let seq = last - n + 1 + i as i64;
-                    let r = sqlx::query(
-                        "INSERT INTO aip_events (seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) \
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                    )
-                    .bind(seq)
-                    .bind(&e.event_id)
-                    .bind(&e.kind)
-                    .bind(&e.tenant)
-                    .bind(e.principal.as_deref())
-                    .bind(e.session_id.as_deref())
-                    .bind(e.action_id.as_deref())
-                    .bind(e.correlation_id.as_deref())
-                    .bind(e.occurred_at_ms)
-                    .bind(sqlx::types::Json(&e.data))
-                    .execute(&mut *tx)
-                    .await;
-                    match r {
-                        Ok(_) => {}
-                        Err(err) if $crate::error::is_unique_violation(&err) => {
-                            return Err($crate::error::StoreError::Duplicate { kind: "event" });
-                        }
-                        Err(err) => return Err(err.into()),
-                    }
-                    seqs.push($crate::backend::to_u64(seq, "event sequence")?);
-                }
-                Ok(seqs)
-            }
-
             async fn tx_append_receipt(tx: &mut Conn, r: &$crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
                 use sqlx::Row as _;
                 let exists = sqlx::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
@@ -556,7 +512,7 @@ macro_rules! sql_store_impl {
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Actions;
                 let after = match cursor {
-                    Some(c) => self.key.decode(kind, &scope, c)?,
+                    Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
                 let found = sqlx::query(
@@ -584,7 +540,7 @@ macro_rules! sql_store_impl {
                     last = row.try_get("seq")?;
                     items.push(rows::action(row)?);
                 }
-                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, last) })
+                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, (0, last)) })
             }
 
             async fn transition_action(&self, t: $crate::model::Transition) -> $crate::error::StoreResult<$crate::model::ActionRecord> {
@@ -838,16 +794,18 @@ macro_rules! sql_store_impl {
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Events;
                 let after = match cursor {
-                    Some(c) => self.key.decode(kind, &scope, c)?,
+                    Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
+                // Listed by commit-ordered position only (see the backends' `tx_append_events`), so
+                // an event committed later can never slip in behind a cursor.
                 let found = sqlx::query(
-                    "SELECT seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
+                    "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
                      FROM aip_events WHERE tenant = $1 \
                      AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
                      AND (CAST($3 AS TEXT) IS NULL OR action_id = $3) \
                      AND (CAST($4 AS TEXT) IS NULL OR session_id = $4) \
-                     AND seq > $5 ORDER BY seq LIMIT $6",
+                     AND pos > $5 ORDER BY pos LIMIT $6",
                 )
                 .bind(&q.tenant)
                 .bind(q.principal.as_deref())
@@ -860,10 +818,10 @@ macro_rules! sql_store_impl {
                 let mut last = after;
                 let mut items = Vec::with_capacity(found.len());
                 for row in &found {
-                    last = row.try_get("seq")?;
+                    last = row.try_get("pos")?;
                     items.push(rows::event(row)?);
                 }
-                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, last) })
+                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, (0, last)) })
             }
 
             async fn append_chunk(
@@ -1007,7 +965,7 @@ macro_rules! sql_store_impl {
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Sessions;
                 let after = match cursor {
-                    Some(c) => self.key.decode(kind, &scope, c)?,
+                    Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
                 let found = sqlx::query(
@@ -1030,7 +988,7 @@ macro_rules! sql_store_impl {
                     last = row.try_get("seq")?;
                     items.push(rows::session(row)?);
                 }
-                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, last) })
+                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, (0, last)) })
             }
 
             async fn transition_session(
@@ -1250,7 +1208,7 @@ macro_rules! sql_store_impl {
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Audit;
                 let after = match cursor {
-                    Some(c) => self.key.decode(kind, &scope, c)?,
+                    Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
                 let found = sqlx::query(
@@ -1269,7 +1227,7 @@ macro_rules! sql_store_impl {
                     last = row.try_get("seq")?;
                     items.push(rows::audit(row)?);
                 }
-                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, last) })
+                Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, (0, last)) })
             }
 
             async fn insert_record(&self, r: $crate::model::AppRecord) -> $crate::error::StoreResult<()> {

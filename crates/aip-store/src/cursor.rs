@@ -1,4 +1,5 @@
-//! Opaque, reader-scoped cursors (spec 16.2): `base64url(version || position || mac)`, where the MAC
+//! Opaque, reader-scoped cursors (spec 16.2): `base64url(version || position || mac)`, where the
+//! position is two integers (a major part, zero today, and the list position) and the MAC
 //! (HMAC-SHA-256 under a per-store key kept in the database) binds the position to the list kind and
 //! the reader's query scope. Clients cannot decode, forge or move a cursor to another scope; every
 //! node of a PostgreSQL deployment shares the key, so cursors work on any node.
@@ -12,7 +13,7 @@ use crate::error::{StoreError, StoreResult};
 
 const VERSION: u8 = 1;
 const MAC_LEN: usize = 16;
-const RAW_LEN: usize = 1 + 8 + MAC_LEN;
+const RAW_LEN: usize = 1 + 16 + MAC_LEN;
 
 /// Which list a cursor belongs to (domain separation).
 #[derive(Debug, Clone, Copy)]
@@ -70,13 +71,15 @@ impl CursorKey {
     }
 
     /// Encodes `position` for `kind` under `scope` (a canonical fingerprint of the reader's query).
-    pub(crate) fn encode(&self, kind: CursorKind, scope: &[&str], position: i64) -> String {
-        let pos = position.to_be_bytes();
+    pub(crate) fn encode(&self, kind: CursorKind, scope: &[&str], position: (i64, i64)) -> String {
+        let mut pos = [0u8; 16];
+        pos[..8].copy_from_slice(&position.0.to_be_bytes());
+        pos[8..].copy_from_slice(&position.1.to_be_bytes());
         let tag = self.tag(kind, scope, &pos);
         let mut raw = [0u8; RAW_LEN];
         raw[0] = VERSION;
-        raw[1..9].copy_from_slice(&pos);
-        raw[9..].copy_from_slice(&tag);
+        raw[1..17].copy_from_slice(&pos);
+        raw[17..].copy_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(raw)
     }
 
@@ -87,7 +90,7 @@ impl CursorKey {
         kind: CursorKind,
         scope: &[&str],
         cursor: &str,
-    ) -> StoreResult<i64> {
+    ) -> StoreResult<(i64, i64)> {
         if cursor.len() > 64 {
             return Err(StoreError::InvalidCursor);
         }
@@ -97,19 +100,23 @@ impl CursorKey {
         if raw.len() != RAW_LEN || raw[0] != VERSION {
             return Err(StoreError::InvalidCursor);
         }
-        let mut pos = [0u8; 8];
-        pos.copy_from_slice(&raw[1..9]);
+        let mut pos = [0u8; 16];
+        pos.copy_from_slice(&raw[1..17]);
         let mac = self.mac(kind, scope, &pos);
-        mac.verify_truncated_left(&raw[9..])
+        mac.verify_truncated_left(&raw[17..])
             .map_err(|_| StoreError::ForeignCursor)?;
-        let position = i64::from_be_bytes(pos);
-        if position < 0 {
+        let mut half = [0u8; 8];
+        half.copy_from_slice(&pos[..8]);
+        let major = i64::from_be_bytes(half);
+        half.copy_from_slice(&pos[8..]);
+        let minor = i64::from_be_bytes(half);
+        if major < 0 || minor < 0 {
             return Err(StoreError::InvalidCursor);
         }
-        Ok(position)
+        Ok((major, minor))
     }
 
-    fn mac(&self, kind: CursorKind, scope: &[&str], pos: &[u8; 8]) -> Hmac<Sha256> {
+    fn mac(&self, kind: CursorKind, scope: &[&str], pos: &[u8; 16]) -> Hmac<Sha256> {
         // expect: HMAC accepts keys of any length, so construction cannot fail.
         #[allow(clippy::expect_used)]
         let mut mac =
@@ -124,7 +131,7 @@ impl CursorKey {
         mac
     }
 
-    fn tag(&self, kind: CursorKind, scope: &[&str], pos: &[u8; 8]) -> [u8; MAC_LEN] {
+    fn tag(&self, kind: CursorKind, scope: &[&str], pos: &[u8; 16]) -> [u8; MAC_LEN] {
         let full = self.mac(kind, scope, pos).finalize().into_bytes();
         let mut tag = [0u8; MAC_LEN];
         tag.copy_from_slice(&full[..MAC_LEN]);
@@ -143,15 +150,18 @@ mod tests {
     #[test]
     fn a_cursor_round_trips_under_its_own_scope() {
         let k = key();
-        let c = k.encode(CursorKind::Events, &["t1", "p1"], 42);
-        assert_eq!(k.decode(CursorKind::Events, &["t1", "p1"], &c).unwrap(), 42);
+        let c = k.encode(CursorKind::Events, &["t1", "p1"], (7, 42));
+        assert_eq!(
+            k.decode(CursorKind::Events, &["t1", "p1"], &c).unwrap(),
+            (7, 42)
+        );
         assert!(!c.contains("42"));
     }
 
     #[test]
     fn a_cursor_from_another_scope_kind_or_store_is_foreign() {
         let k = key();
-        let c = k.encode(CursorKind::Events, &["t1", "p1"], 7);
+        let c = k.encode(CursorKind::Events, &["t1", "p1"], (0, 7));
         assert!(matches!(
             k.decode(CursorKind::Events, &["t1", "p2"], &c),
             Err(StoreError::ForeignCursor)

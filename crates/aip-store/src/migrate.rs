@@ -28,18 +28,32 @@ pub(crate) const CREATE_TABLE: &str = "CREATE TABLE IF NOT EXISTS aip_migrations
      version BIGINT PRIMARY KEY, name TEXT NOT NULL, checksum TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)";
 
 /// SQLite migrations, in order.
-pub(crate) const SQLITE: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../migrations/sqlite/0001_init.sql"),
-}];
+pub(crate) const SQLITE: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/sqlite/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "event_positions",
+        sql: include_str!("../migrations/sqlite/0002_event_positions.sql"),
+    },
+];
 
 /// PostgreSQL migrations, in order.
-pub(crate) const POSTGRES: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sql: include_str!("../migrations/postgres/0001_init.sql"),
-}];
+pub(crate) const POSTGRES: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sql: include_str!("../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "event_positions",
+        sql: include_str!("../migrations/postgres/0002_event_positions.sql"),
+    },
+];
 
 /// Checks the applied `(version, checksum)` rows against `known` and returns the migrations still to
 /// apply, in order.
@@ -105,10 +119,11 @@ mod tests {
     #[test]
     fn only_unapplied_migrations_are_pending() {
         assert_eq!(pending(&[], SQLITE).unwrap().len(), SQLITE.len());
-        assert!(
-            pending(&[(1, SQLITE[0].checksum())], SQLITE)
-                .unwrap()
-                .is_empty()
+        assert_eq!(
+            pending(&[(1, SQLITE[0].checksum())], SQLITE).unwrap().len(),
+            SQLITE.len() - 1
         );
+        let all: Vec<_> = SQLITE.iter().map(|m| (m.version, m.checksum())).collect();
+        assert!(pending(&all, SQLITE).unwrap().is_empty());
     }
 }

@@ -10,11 +10,13 @@ use std::time::Duration;
 use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use crate::backend::{BoxFuture, sql_store_impl};
+use crate::backend::{BoxFuture, sql_store_impl, to_u64};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
+use crate::error::{StoreError, is_unique_violation};
 use crate::migrate;
 use crate::model::Backend;
+use crate::model::NewEvent;
 
 /// The advisory-lock key that serializes migrations across nodes ("aipmigr" in ASCII).
 const MIGRATION_LOCK: i64 = 0x0061_6970_6d69_6772;
@@ -73,7 +75,7 @@ impl PostgresStore {
         let (changes, _) = tokio::sync::watch::channel(0);
         let mut listener = PgListener::connect_with(&pool).await?;
         listener.listen(CHANNEL).await?;
-        let listener = tokio::spawn(listen(listener, changes.clone()));
+        let listener = tokio::spawn(listen(listener, pool.clone(), changes.clone()));
         Ok(PostgresStore {
             writer: pool.clone(),
             reader: pool,
@@ -87,6 +89,41 @@ impl PostgresStore {
     pub async fn close(&self) {
         self.listener.abort();
         self.writer.close().await;
+    }
+
+    /// Inserts `events` inside the caller's write; returns their sequences.
+    async fn tx_append_events(
+        tx: &mut sqlx::PgConnection,
+        events: &[NewEvent],
+    ) -> StoreResult<Vec<u64>> {
+        use sqlx::Row as _;
+        // No shared counter: `seq` comes from a PostgreSQL sequence and `pos` stays NULL until the
+        // sequencer runs after commit, so concurrent writers do not serialize (migration 0002).
+        let mut seqs = Vec::with_capacity(events.len());
+        for e in events {
+            let r = sqlx::query("INSERT INTO aip_events (event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq")
+                .bind(&e.event_id)
+                .bind(&e.kind)
+                .bind(&e.tenant)
+                .bind(e.principal.as_deref())
+                .bind(e.session_id.as_deref())
+                .bind(e.action_id.as_deref())
+                .bind(e.correlation_id.as_deref())
+                .bind(e.occurred_at_ms)
+                .bind(sqlx::types::Json(&e.data))
+                .fetch_one(&mut *tx)
+                .await;
+            let seq: i64 = match r {
+                Ok(row) => row.try_get("seq")?,
+                Err(err) if is_unique_violation(&err) => {
+                    return Err(StoreError::Duplicate { kind: "event" });
+                }
+                Err(err) => return Err(err.into()),
+            };
+            seqs.push(to_u64(seq, "event sequence")?);
+        }
+        Ok(seqs)
     }
 
     /// Runs `f` in its own transaction; commits when it returns `Ok`, rolls back otherwise. With
@@ -108,6 +145,9 @@ impl PostgresStore {
                 }
                 tx.commit().await?;
                 if notify {
+                    // Make this write's events listable before answering (read your writes). Should
+                    // it fail, the listener's periodic sweep sequences them.
+                    let _ = sequence_events(&self.writer).await;
                     self.changes.send_modify(|v| *v = v.wrapping_add(1));
                 }
                 Ok(r)
@@ -122,13 +162,57 @@ impl PostgresStore {
     }
 }
 
-/// Forwards notifications into the watch. `recv` reconnects by itself; after a reconnect (or any
-/// error) waiters are woken too, because notifications sent meanwhile were lost.
-async fn listen(mut listener: PgListener, changes: tokio::sync::watch::Sender<u64>) {
+/// The advisory-lock key of the event sequencer ("aipseqr" in ASCII).
+const SEQUENCER_LOCK: i64 = 0x0061_6970_7365_7172;
+/// How many events one sequencer transaction positions.
+const SEQUENCER_BATCH: u64 = 10_000;
+
+/// Gives committed, unpositioned events their listing position. Runs one at a time across all nodes
+/// (advisory lock held to commit), so every run's positions are greater than every earlier run's and
+/// become visible atomically: a reader's cursor can never be overtaken by a late commit.
+async fn sequence_events(pool: &PgPool) -> StoreResult<u64> {
+    let mut total = 0;
     loop {
-        match listener.try_recv().await {
-            Ok(_) => {}
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+        let mut tx = pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(SEQUENCER_LOCK)
+            .execute(&mut *tx)
+            .await?;
+        let n = sqlx::query(
+            "WITH pending AS (SELECT seq, row_number() OVER (ORDER BY seq) AS rn FROM aip_events \
+             WHERE pos IS NULL ORDER BY seq LIMIT 10000), \
+             base AS (SELECT COALESCE(MAX(pos), 0) AS b FROM aip_events) \
+             UPDATE aip_events e SET pos = base.b + pending.rn FROM pending, base WHERE e.seq = pending.seq",
+        )
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        if n > 0 {
+            sqlx::query("SELECT pg_notify('aip_changes', '')")
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        total += n;
+        if n < SEQUENCER_BATCH {
+            return Ok(total);
+        }
+    }
+}
+
+/// Forwards notifications into the watch and sweeps unpositioned events once a second (a node that
+/// died between commit and sequencing leaves some). `try_recv` reconnects by itself; after a
+/// reconnect (or any error) waiters are woken too, because notifications sent meanwhile were lost.
+async fn listen(mut listener: PgListener, pool: PgPool, changes: tokio::sync::watch::Sender<u64>) {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), listener.try_recv()).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(_) => {
+                if let Ok(0) = sequence_events(&pool).await {
+                    continue;
+                }
+            }
         }
         changes.send_modify(|v| *v = v.wrapping_add(1));
     }

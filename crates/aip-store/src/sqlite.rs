@@ -18,11 +18,13 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection};
 
-use crate::backend::{BoxFuture, sql_store_impl};
+use crate::backend::{BoxFuture, sql_store_impl, to_u64};
 use crate::cursor::CursorKey;
-use crate::error::{StoreError, StoreResult};
+use crate::error::StoreResult;
+use crate::error::{StoreError, is_unique_violation};
 use crate::migrate;
 use crate::model::Backend;
+use crate::model::NewEvent;
 
 /// Tuning of an SQLite store.
 #[derive(Debug, Clone)]
@@ -119,6 +121,54 @@ impl SqliteStore {
     pub async fn close(&self) {
         self.reader.close().await;
         self.writer.close().await;
+    }
+
+    /// Inserts `events` inside the caller's write; returns their sequences.
+    async fn tx_append_events(
+        tx: &mut SqliteConnection,
+        events: &[NewEvent],
+    ) -> StoreResult<Vec<u64>> {
+        use sqlx::Row as _;
+        if events.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Writes are serialized by the writer task, so a counter gives commit-ordered sequences and the
+        // listing position is the sequence itself.
+        let n =
+            i64::try_from(events.len()).map_err(|_| StoreError::InvalidInput("too many events"))?;
+        let last: i64 = sqlx::query(
+            "UPDATE aip_counters SET value = value + $1 WHERE name = 'events' RETURNING value",
+        )
+        .bind(n)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("value")?;
+        let mut seqs = Vec::with_capacity(events.len());
+        for (i, e) in events.iter().enumerate() {
+            let r = sqlx::query("INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) \
+                 VALUES ($1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq")
+                .bind(last - n + 1 + i as i64)
+                .bind(&e.event_id)
+                .bind(&e.kind)
+                .bind(&e.tenant)
+                .bind(e.principal.as_deref())
+                .bind(e.session_id.as_deref())
+                .bind(e.action_id.as_deref())
+                .bind(e.correlation_id.as_deref())
+                .bind(e.occurred_at_ms)
+                .bind(sqlx::types::Json(&e.data))
+                .fetch_one(&mut *tx)
+                .await;
+            let seq: i64 = match r {
+                Ok(row) => row.try_get("seq")?,
+                Err(err) if is_unique_violation(&err) => {
+                    return Err(StoreError::Duplicate { kind: "event" });
+                }
+                Err(err) => return Err(err.into()),
+            };
+            seqs.push(to_u64(seq, "event sequence")?);
+        }
+        Ok(seqs)
     }
 
     /// Queues `f` for the writer task and waits for the commit of its batch. `f` returning `Err`

@@ -71,6 +71,79 @@ suite!(
     concurrent_writes_succeed_or_fail_independently,
 );
 
+/// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
+/// commits later must still appear after a reader's cursor, never behind it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_events_committed_late_are_never_skipped_by_a_cursor() {
+    use sqlx::Connection as _;
+    let Some(h) = Harness::postgres().await else {
+        return;
+    };
+    let s = &h.store;
+    let ev = |id: &str| NewEvent {
+        event_id: id.into(),
+        kind: "aip.test".into(),
+        tenant: "t1".into(),
+        principal: None,
+        session_id: None,
+        action_id: None,
+        correlation_id: None,
+        occurred_at_ms: 1,
+        data: json!({}),
+    };
+    s.append_events(vec![ev("e1")]).await.unwrap();
+    let q = EventQuery {
+        tenant: "t1".into(),
+        ..Default::default()
+    };
+    let first = s.list_events(&q, None, Limit::max()).await.unwrap();
+    assert_eq!(first.items.len(), 1);
+    // A slow writer starts first (takes the older transaction id and an event) and stays open.
+    let mut slow = h.raw_pg_connection().await.unwrap();
+    let mut slow_tx = slow.begin().await.unwrap();
+    sqlx::query("INSERT INTO aip_events (event_id, kind, tenant, occurred_at_ms, data) VALUES ('e-slow', 'aip.test', 't1', 1, '{}')")
+        .execute(&mut *slow_tx)
+        .await
+        .unwrap();
+    // A fast writer commits after it; its event is listable at once.
+    s.append_events(vec![ev("e-fast")]).await.unwrap();
+    let fast = s
+        .list_events(&q, Some(&first.next_cursor), Limit::max())
+        .await
+        .unwrap();
+    assert_eq!(
+        fast.items
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect::<Vec<_>>(),
+        ["e-fast"]
+    );
+    // The slow writer commits last (and never runs the sequencer itself, like a node that died
+    // right after commit): the background sweep positions its event AFTER the cursor already handed
+    // out, so the reader still sees it.
+    slow_tx.commit().await.unwrap();
+    let mut watch = s.watch_changes();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let late = loop {
+        watch.mark_seen();
+        let page = s
+            .list_events(&q, Some(&fast.next_cursor), Limit::max())
+            .await
+            .unwrap();
+        if !page.items.is_empty() || tokio::time::Instant::now() > deadline {
+            break page;
+        }
+        watch.changed_within(Duration::from_secs(2)).await;
+    };
+    assert_eq!(
+        late.items
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect::<Vec<_>>(),
+        ["e-slow"]
+    );
+}
+
 mod cases {
     use super::*;
 

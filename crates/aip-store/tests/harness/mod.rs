@@ -88,6 +88,14 @@ impl Harness {
         }
     }
 
+    /// A raw connection to the PostgreSQL test database (`None` on SQLite).
+    pub async fn raw_pg_connection(&self) -> Option<sqlx::PgConnection> {
+        match &self.location {
+            Location::Postgres { url, .. } => Some(sqlx::PgConnection::connect(url).await.unwrap()),
+            Location::Sqlite { .. } => None,
+        }
+    }
+
     /// Runs a raw query returning one text column.
     pub async fn raw_strings(&self, sql: &str) -> Vec<String> {
         let sql = AssertSqlSafe(sql.to_owned());
