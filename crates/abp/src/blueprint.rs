@@ -190,6 +190,18 @@ pub struct Blueprint {
 }
 
 impl Blueprint {
+    /// Assemble from parts that already passed every decode check (reconcile runs them as stages).
+    pub(crate) fn from_checked(bytes: &[u8], value: Value, digest: Digest) -> Option<Blueprint> {
+        let Value::Object(value) = value else {
+            return None;
+        };
+        Some(Blueprint {
+            bytes: bytes.to_vec(),
+            value,
+            digest,
+        })
+    }
+
     /// The bounded, canonical-first decode (spec 2, 3): bytes → canonical check → structure →
     /// hooks → portability → digest.
     pub fn decode(bytes: &[u8], bounds: &DecodeBounds) -> Result<Blueprint> {

@@ -229,6 +229,18 @@ pub struct Deployment {
 }
 
 impl Deployment {
+    /// Assemble from parts that already passed every decode check (reconcile runs them as stages).
+    pub(crate) fn from_checked(bytes: &[u8], value: Value, digest: Digest) -> Option<Deployment> {
+        let Value::Object(value) = value else {
+            return None;
+        };
+        Some(Deployment {
+            bytes: bytes.to_vec(),
+            value,
+            digest,
+        })
+    }
+
     /// The bounded, canonical-first decode (spec 2, 3; notes 8.5 for the order).
     pub fn decode(bytes: &[u8], bounds: &DecodeBounds) -> Result<Deployment> {
         let value = json::decode_canonical(bytes, bounds)?;

@@ -2,14 +2,13 @@
 //! formatting, minimal string escaping.
 
 use std::cmp::Ordering;
-use std::fmt::Write as _;
 
 use crate::error::{CeilingKey, Code, Error, Result};
 use crate::json::{Number, Value};
 
 /// The canonical bytes of `value`.
 pub fn encode(value: &Value) -> Vec<u8> {
-    let mut out = String::with_capacity(128);
+    let mut out = String::with_capacity(256);
     write_value(&mut out, value);
     out.into_bytes()
 }
@@ -24,21 +23,22 @@ pub fn encode_bounded(value: &Value, max_bytes: usize) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Compare member names as sequences of UTF-16 code units (RFC 8785 3.2.3).
+/// Compare member names as sequences of UTF-16 code units (RFC 8785 3.2.3). UTF-8 byte order equals
+/// code point order, which differs from UTF-16 order only between U+E000..U+FFFF and the
+/// supplementary planes, so only the first differing characters need the UTF-16 view.
 pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    if a.is_ascii() && b.is_ascii() {
-        return a.as_bytes().cmp(b.as_bytes());
+    let (ab, bb) = (a.as_bytes(), b.as_bytes());
+    let Some(i) = ab.iter().zip(bb).position(|(x, y)| x != y) else {
+        return ab.len().cmp(&bb.len());
+    };
+    // The prefixes are equal, so both strings share this character boundary.
+    let mut start = i;
+    while start > 0 && !a.is_char_boundary(start) {
+        start -= 1;
     }
-    let mut ai = a.chars();
-    let mut bi = b.chars();
-    loop {
-        match (ai.next(), bi.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) if x == y => continue,
-            (Some(x), Some(y)) => return first_unit(x).cmp(&first_unit(y)).then(x.cmp(&y)),
-        }
+    match (a[start..].chars().next(), b[start..].chars().next()) {
+        (Some(x), Some(y)) => first_unit(x).cmp(&first_unit(y)).then(x.cmp(&y)),
+        _ => ab.len().cmp(&bb.len()),
     }
 }
 
@@ -86,28 +86,43 @@ fn write_value(out: &mut String, v: &Value) {
     }
 }
 
+/// Bytes that need an escape: controls, `"` and `\\`.
+const NEEDS_ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t
+};
+
 /// Write a string with the RFC 8785 3.2.2.2 escapes.
 fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let esc: &str = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0..=0x1f => "",
-            _ => continue,
-        };
+        if !NEEDS_ESCAPE[usize::from(b)] {
+            continue;
+        }
         out.push_str(&s[start..i]);
-        if esc.is_empty() {
-            let _ = write!(out, "\\u{:04x}", b);
-        } else {
-            out.push_str(esc);
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[usize::from(b >> 4)] as char);
+                out.push(HEX[usize::from(b & 15)] as char);
+            }
         }
         start = i + 1;
     }
@@ -118,36 +133,27 @@ fn write_string(out: &mut String, s: &str) {
 /// Write a number in ECMAScript `Number::toString` form (ECMA-262 7.1.12.1, RFC 8785 3.2.2.3).
 pub fn write_number(out: &mut String, n: Number) {
     let f = match n {
-        Number::Int(i) => {
-            let _ = write!(out, "{i}");
-            return;
-        }
+        Number::Int(i) => return write_int(out, i),
         Number::Float(f) => f.get(),
     };
     if f == 0.0 {
         out.push('0');
         return;
     }
+    // Integral doubles up to 2^53 are their own shortest digits.
+    if f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0 {
+        return write_int(out, f as i64);
+    }
     if f < 0.0 {
         out.push('-');
     }
-    // Shortest round-trip digits: Rust's `{:e}` yields `d[.ddd]e<exp>`.
-    // Shortest round-trip digit count k from `{:e}`; then the k-digit decimal closest to the value
-    // (exact formatting rounds half to even), which is ECMA-262 Note 2's choice among candidates.
-    let mut sci = String::with_capacity(32);
-    let _ = write!(sci, "{:e}", f.abs());
-    let k = sci
-        .split_once('e')
-        .map_or(1, |(m, _)| m.bytes().filter(u8::is_ascii_digit).count());
-    sci.clear();
-    let _ = write!(sci, "{:.*e}", k.saturating_sub(1), f.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    // Ryu yields the shortest round-trip digits, closest to the value, ties to even: ECMA-262 Note 2.
+    let mut buf = ryu::Buffer::new();
+    let (digits, n) = decimal_parts(buf.format_finite(f.abs()));
+    let digits = std::str::from_utf8(&digits.0[..digits.1]).unwrap_or("0");
     let k = digits.len() as i32;
-    let n = exp + 1;
     if k <= n && n <= 21 {
-        out.push_str(&digits);
+        out.push_str(digits);
         for _ in 0..(n - k) {
             out.push('0');
         }
@@ -160,7 +166,7 @@ pub fn write_number(out: &mut String, n: Number) {
         for _ in 0..(-n) {
             out.push('0');
         }
-        out.push_str(&digits);
+        out.push_str(digits);
     } else {
         out.push_str(&digits[..1]);
         if k > 1 {
@@ -169,8 +175,55 @@ pub fn write_number(out: &mut String, n: Number) {
         }
         out.push('e');
         out.push(if n > 0 { '+' } else { '-' });
-        let _ = write!(out, "{}", (n - 1).abs());
+        write_int(out, i64::from((n - 1).abs()));
     }
+}
+
+/// Split a positive decimal lexeme (`123.45`, `1e21`, `1.5e-7`) into its significant digits and `n`,
+/// where the value is `0.d1d2... * 10^n`.
+fn decimal_parts(lexeme: &str) -> (([u8; 40], usize), i32) {
+    let (mantissa, exp) = lexeme.split_once(['e', 'E']).unwrap_or((lexeme, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let mut digits = [0u8; 40];
+    let mut len = 0;
+    let mut point = None;
+    let mut leading = 0;
+    for b in mantissa.bytes() {
+        match b {
+            b'.' => point = Some(len + leading),
+            b'0' if len == 0 => leading += 1,
+            b'0'..=b'9' if len < digits.len() => {
+                digits[len] = b;
+                len += 1;
+            }
+            _ => {}
+        }
+    }
+    let int_digits = point.unwrap_or(len + leading) as i32;
+    while len > 1 && digits[len - 1] == b'0' {
+        len -= 1;
+    }
+    ((digits, len), int_digits - leading as i32 + exp)
+}
+
+/// Write an integer without allocating.
+fn write_int(out: &mut String, i: i64) {
+    let mut buf = [0u8; 20];
+    let mut pos = buf.len();
+    let mut n = i.unsigned_abs();
+    loop {
+        pos -= 1;
+        buf[pos] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if i < 0 {
+        out.push('-');
+    }
+    // Only ASCII digits were written.
+    out.push_str(std::str::from_utf8(&buf[pos..]).unwrap_or_default());
 }
 
 #[cfg(test)]

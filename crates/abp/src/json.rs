@@ -248,6 +248,17 @@ impl DecodeBounds {
         number_lexeme: 64,
     };
 
+    /// These bounds with every field at most its maximum.
+    pub fn clamped(&self) -> DecodeBounds {
+        let mut out = *self;
+        for key in CeilingKey::ALL {
+            let max = DecodeBounds::MAX.get(key);
+            let slot = out.slot(key);
+            *slot = (*slot).min(max);
+        }
+        out
+    }
+
     /// The value of one ceiling.
     pub fn get(&self, key: CeilingKey) -> usize {
         match key {
@@ -320,8 +331,10 @@ impl Default for DecodeBounds {
     }
 }
 
-/// Decode `bytes` as one JSON value under `bounds` (spec 3).
+/// Decode `bytes` as one JSON value under `bounds` (spec 3). Bounds above the maxima are clamped to
+/// them: parse ceilings only ever tighten.
 pub fn decode(bytes: &[u8], bounds: &DecodeBounds) -> Result<Value> {
+    let bounds = &bounds.clamped();
     if bytes.len() > bounds.bytes {
         return Err(Error::new(Code::Ceiling(CeilingKey::Bytes), "bytes"));
     }
@@ -710,11 +723,15 @@ mod tests {
             Code::NumberNotDoubleExpressible
         );
         let huge = "9".repeat(400);
-        let b = DecodeBounds {
+        let wide = DecodeBounds {
             number_lexeme: 1000,
             ..DecodeBounds::MAX
         };
-        assert_eq!(code(&huge, &b), Code::IntegerMagnitude);
+        assert_eq!(code(&huge, &wide), Code::Ceiling(CeilingKey::NumberLexeme));
+        assert_eq!(
+            parse_number(&huge).expect_err("overflow").code,
+            Code::IntegerMagnitude
+        );
         assert_eq!(code("01", &DecodeBounds::MAX), Code::InvalidNumber);
         assert_eq!(code("1.", &DecodeBounds::MAX), Code::InvalidNumber);
         assert_eq!(code("1e999", &DecodeBounds::MAX), Code::InvalidNumber);

@@ -44,40 +44,46 @@ const DENIED_NAMES: &[&str] = &[
 /// Scan `value` at any depth; members named in `skip` at the top level are not scanned (quarantined
 /// or schema-validated extension bodies, spec 14).
 pub fn scan(value: &Value, skip: &[&str]) -> Result<()> {
+    let deny = |mut rev: Vec<String>, root: &str| {
+        rev.push(root.to_owned());
+        rev.reverse();
+        Error::new(Code::ForbiddenPortableValue, rev.concat())
+    };
     match value {
         Value::Object(o) => {
             for (k, v) in o.iter() {
-                if skip.contains(&k.as_str()) {
-                    continue;
+                if !skip.contains(&k.as_str()) {
+                    walk(k, v).map_err(|p| deny(p, k))?;
                 }
-                walk(k, v, k)?;
             }
             Ok(())
         }
-        other => walk("", other, "$"),
+        other => walk("", other).map_err(|p| deny(p, "$")),
     }
 }
 
-fn walk(name: &str, v: &Value, path: &str) -> Result<()> {
+/// Scan one member; on a hit, the path below it comes back reversed (built only on failure).
+fn walk(name: &str, v: &Value) -> std::result::Result<(), Vec<String>> {
     if denied_name(name) {
-        return Err(Error::new(Code::ForbiddenPortableValue, path));
+        return Err(vec![]);
     }
     match v {
-        Value::String(s) => {
-            if !(name == "$schema" && s == DIALECT) && denied_value(s) {
-                return Err(Error::new(Code::ForbiddenPortableValue, path));
-            }
-            Ok(())
-        }
+        Value::String(s) if !(name == "$schema" && s == DIALECT) && denied_value(s) => Err(vec![]),
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                walk("", item, &format!("{path}[{i}]"))?;
+                walk("", item).map_err(|mut p| {
+                    p.push(format!("[{i}]"));
+                    p
+                })?;
             }
             Ok(())
         }
         Value::Object(o) => {
             for (k, item) in o.iter() {
-                walk(k, item, &format!("{path}.{k}"))?;
+                walk(k, item).map_err(|mut p| {
+                    p.push(format!(".{k}"));
+                    p
+                })?;
             }
             Ok(())
         }
@@ -87,9 +93,22 @@ fn walk(name: &str, v: &Value, path: &str) -> Result<()> {
 
 /// Whether a member name, lowercased with `_`, `-`, `.` and spaces removed, is denylisted.
 pub fn denied_name(name: &str) -> bool {
+    let separator = |c: char| matches!(c, '_' | '-' | '.' | ' ');
+    if name.is_ascii() {
+        let mut buf = [0u8; 24];
+        let mut len = 0;
+        for b in name.bytes().filter(|b| !separator(char::from(*b))) {
+            if len == buf.len() {
+                return false;
+            }
+            buf[len] = b.to_ascii_lowercase();
+            len += 1;
+        }
+        return DENIED_NAMES.iter().any(|d| d.as_bytes() == &buf[..len]);
+    }
     let n: String = name
         .chars()
-        .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+        .filter(|c| !separator(*c))
         .flat_map(char::to_lowercase)
         .collect();
     DENIED_NAMES.contains(&n.as_str())

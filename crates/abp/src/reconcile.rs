@@ -227,19 +227,21 @@ pub fn reconcile(
         return run.finish(1);
     };
 
+    let db = blueprint::verify_digest(&bv);
+    let dd = deployment::verify_digest(&dv);
     let ok_b = run.record(
         "digest",
         "blueprint",
-        blueprint::verify_digest(&bv).map(|_| ()),
+        db.as_ref().map(|_| ()).map_err(Clone::clone),
     );
     let ok_d = run.record(
         "digest",
         "deployment",
-        deployment::verify_digest(&dv).map(|_| ()),
+        dd.as_ref().map(|_| ()).map_err(Clone::clone),
     );
-    if !(ok_b && ok_d) {
+    let (Ok(b_digest), Ok(d_digest), true, true) = (db, dd, ok_b, ok_d) else {
         return run.finish(2);
-    }
+    };
     let ok_b = run.record(
         "negotiation",
         "blueprint",
@@ -271,10 +273,10 @@ pub fn reconcile(
     if !(ok_b && ok_d) {
         return run.finish(5);
     }
-    // The artifacts passed every decode check; the typed decoders cannot fail now, but stay total.
-    let (Ok(b), Ok(d)) = (
-        Blueprint::decode(blueprint_bytes, &inputs.bounds),
-        Deployment::decode(deployment_bytes, &inputs.bounds),
+    // Every decode check has passed as a stage above: assemble the typed artifacts from the parts.
+    let (Some(b), Some(d)) = (
+        Blueprint::from_checked(blueprint_bytes, bv, b_digest),
+        Deployment::from_checked(deployment_bytes, dv, d_digest),
     ) else {
         return run.finish(5);
     };

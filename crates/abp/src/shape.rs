@@ -117,15 +117,17 @@ pub(crate) fn check_object(shape: &ObjectShape, value: &Value, path: &str) -> Re
         }
     }
     for (f, v) in present() {
-        constraint(f.shape, v, &join(path, f.name))?;
+        constraint(f.shape, v, path, f.name)?;
     }
     for (f, v) in present() {
         if let Shape::Array(a) = f.shape {
-            cardinality(a, v, &join(path, f.name))?;
+            cardinality(a, v, path, f.name)?;
         }
     }
     for (f, v) in present() {
-        nested(f.shape, v, &join(path, f.name))?;
+        if matches!(f.shape, Shape::Object(_) | Shape::Array(_)) {
+            nested(f.shape, v, &join(path, f.name))?;
+        }
     }
     Ok(())
 }
@@ -133,6 +135,8 @@ pub(crate) fn check_object(shape: &ObjectShape, value: &Value, path: &str) -> Re
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_owned()
+    } else if name.starts_with('[') {
+        format!("{path}{name}")
     } else {
         format!("{path}.{name}")
     }
@@ -150,25 +154,26 @@ fn type_ok(shape: Shape, v: &Value) -> bool {
     }
 }
 
-fn constraint(shape: Shape, v: &Value, path: &str) -> Result<()> {
+fn constraint(shape: Shape, v: &Value, parent: &str, name: &str) -> Result<()> {
+    let path = || join(parent, name);
     match shape {
-        Shape::Str(form) => check_form(form, v.as_str().unwrap_or_default(), path),
+        Shape::Str(form) => check_form(form, v.as_str().unwrap_or_default(), parent, name),
         Shape::PositiveInt => {
             if v.as_int().is_some_and(|i| i > 0) {
                 Ok(())
             } else {
-                Err(Error::new(Code::InvalidConstraint, path))
+                Err(Error::new(Code::InvalidConstraint, path()))
             }
         }
         Shape::Enum(options, code) => {
             if options.contains(&v.as_str().unwrap_or_default()) {
                 Ok(())
             } else {
-                Err(Error::new(code, path))
+                Err(Error::new(code, path()))
             }
         }
         Shape::SchemaDocument => schema::compile(v).map(|_| ()).map_err(|e| Error {
-            subject: path.to_owned(),
+            subject: path(),
             ..e
         }),
         _ => Ok(()),
@@ -176,7 +181,7 @@ fn constraint(shape: Shape, v: &Value, path: &str) -> Result<()> {
 }
 
 /// Check a string value form.
-pub(crate) fn check_form(form: Form, s: &str, path: &str) -> Result<()> {
+pub(crate) fn check_form(form: Form, s: &str, parent: &str, name: &str) -> Result<()> {
     let ok = match form {
         Form::Any => true,
         Form::NonEmpty => !s.is_empty(),
@@ -186,20 +191,20 @@ pub(crate) fn check_form(form: Form, s: &str, path: &str) -> Result<()> {
         Form::TaggedDigest => {
             return Digest::parse_tagged(s)
                 .map(|_| ())
-                .map_err(|e| Error::new(e.code, path));
+                .map_err(|e| Error::new(e.code, join(parent, name)));
         }
     };
     if ok {
         Ok(())
     } else {
-        Err(Error::new(Code::InvalidConstraint, path))
+        Err(Error::new(Code::InvalidConstraint, join(parent, name)))
     }
 }
 
-fn cardinality(a: &ArrayShape, v: &Value, path: &str) -> Result<()> {
+fn cardinality(a: &ArrayShape, v: &Value, parent: &str, name: &str) -> Result<()> {
     let items = v.as_array().unwrap_or_default();
     if items.len() < a.min || a.max.is_some_and(|m| items.len() > m) {
-        return Err(Error::new(Code::InvalidCardinality, path));
+        return Err(Error::new(Code::InvalidCardinality, join(parent, name)));
     }
     Ok(())
 }
@@ -215,10 +220,12 @@ fn nested(shape: Shape, v: &Value, path: &str) -> Result<()> {
                 }
             }
             for (i, item) in items.iter().enumerate() {
-                constraint(a.item, item, &format!("{path}[{i}]"))?;
+                constraint(a.item, item, path, &format!("[{i}]"))?;
             }
-            for (i, item) in items.iter().enumerate() {
-                nested(a.item, item, &format!("{path}[{i}]"))?;
+            if matches!(a.item, Shape::Object(_) | Shape::Array(_)) {
+                for (i, item) in items.iter().enumerate() {
+                    nested(a.item, item, &format!("{path}[{i}]"))?;
+                }
             }
             if let Some(by) = a.unique_by {
                 let mut seen = HashSet::new();
