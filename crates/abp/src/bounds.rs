@@ -214,7 +214,13 @@ impl BoundSet {
     }
 
     fn protected_value(&self, i: usize) -> Value {
-        let label = Value::string(PROTECTED[i].1[self.protected[i]]);
+        let label = Value::string(
+            PROTECTED[i]
+                .1
+                .get(self.protected[i])
+                .copied()
+                .unwrap_or("out_of_lattice"),
+        );
         if i != 0 {
             return label;
         }

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::{host_key, signed_envelope};
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use abp::base64url;
@@ -19,9 +21,8 @@ use abp::extension::{self, Support};
 use abp::federation::{self, CommitmentContext, Envelope, PriorReceipt};
 use abp::jcs;
 use abp::json::{self, DecodeBounds, Object, Value};
-use abp::signature::{self, Entry, HostKey};
+use abp::signature::{self, Entry};
 use abp::{CeilingKey, Code, Error, portability, predicate, schema};
-use ed25519_dalek::{Signer, SigningKey};
 
 fn j(t: &str) -> Value {
     json::decode(t.as_bytes(), &DecodeBounds::MAX).unwrap()
@@ -91,63 +92,6 @@ fn set_path(o: &mut Object, path: &[&str], v: Value) {
         .unwrap_or_default();
     set_path(&mut child, &path[1..], v);
     o.insert(path[0], Value::Object(child));
-}
-
-const SIGNER: [u8; 32] = [7u8; 32];
-
-fn host_key() -> HostKey {
-    let vk = SigningKey::from_bytes(&SIGNER).verifying_key();
-    HostKey::from_base64url("k1", &base64url::encode(vk.as_bytes())).unwrap()
-}
-
-/// A signed terminal envelope (test-side signing; the library never signs).
-fn signed_envelope(edit: impl FnOnce(&mut Object)) -> Envelope {
-    let digest = "sha-256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
-    let mut e = obj(&format!(
-        r#"{{"audience":"aud","authority_proof_references":[],"blueprint_digest":"{digest}","compatibility_reference":[{{"identity":"1.0.0","name":"abp"}}],"deployment_digest":"{digest}","idempotency_identity":"idem-1","identity_mapping_evidence":{{"claims":[{{"kind":"correlation","value":"x"}}]}},"input_commitment":"{digest}","issuer":"iss","recovery_handle":"r-1","resource_policy":{{"attempts":1,"concurrency":1,"cost":1,"tokens":1}},"result_classification_ceiling":{{"level":"internal","markers":[]}},"result_schema":"{digest}","subject":"sub","task_identity":"task-1","terminal_state":"completed","time_policy":{{"elapsed_ms":10}}}}"#
-    ));
-    edit(&mut e);
-    let mut receipt = obj(&format!(
-        r#"{{"checkpoint_history_commitment":"{digest}","result_digest":"{digest}"}}"#
-    ));
-    let mut c = Object::new();
-    for k in [
-        "task_identity",
-        "terminal_state",
-        "result_classification_ceiling",
-        "compatibility_reference",
-        "authority_proof_references",
-    ] {
-        c.insert(k, e.get(k).cloned().unwrap());
-    }
-    c.insert("result_digest", Value::string(digest));
-    c.insert("checkpoint_history_commitment", Value::string(digest));
-    let commitment = Digest::compute(Domain::FederationEnvelope, &jcs::encode(&Value::Object(c)));
-    receipt.insert("terminal_commitment", Value::string(commitment.to_tagged()));
-    e.insert("evidence_receipt", Value::Object(receipt.clone()));
-    let binding = Digest::compute(
-        Domain::FederationEnvelope,
-        &jcs::encode(&Value::Object(e.clone())),
-    );
-    let protected = obj(r#"{"alg":"EdDSA","b64":false,"crit":["b64"],"kid":"k1"}"#);
-    let attrs = obj(&format!(
-        r#"{{"algorithm":"Ed25519","content_digest":"{}","created_at":"2026-01-01T00:00:00Z","key_id":"k1","purpose":"federation-envelope"}}"#,
-        binding.to_tagged()
-    ));
-    let mut input = base64url::encode(&jcs::encode(&Value::Object(protected.clone()))).into_bytes();
-    input.push(b'.');
-    input.extend(jcs::encode(&Value::Object(attrs.clone())));
-    let sig = SigningKey::from_bytes(&SIGNER).sign(&input);
-    let mut s = Object::new();
-    s.insert("protected", Value::Object(protected));
-    s.insert("signed_attributes", Value::Object(attrs));
-    s.insert(
-        "signature",
-        Value::string(base64url::encode(&sig.to_bytes())),
-    );
-    receipt.insert("signature", Value::Object(s));
-    e.insert("evidence_receipt", Value::Object(receipt));
-    Envelope::from_value(&Value::Object(e)).unwrap()
 }
 
 fn fed_support(schema: Option<&str>) -> Support {
