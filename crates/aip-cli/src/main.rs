@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod abp;
+mod serve;
 
 /// AIP 1.0 runtime and ABP verification tools.
 #[derive(Debug, Parser)]
@@ -23,6 +24,8 @@ enum Command {
     /// Agent Blueprint Protocol tools: conformance, verify, digest, canonicalize.
     #[command(subcommand)]
     Abp(abp::AbpCommand),
+    /// Run the AIP runtime over native HTTP on the embedded SQLite store.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,5 +37,6 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Abp(cmd) => abp::run(cmd),
+        Command::Serve(args) => serve::run(args),
     }
 }

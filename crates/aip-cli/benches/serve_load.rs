@@ -1,0 +1,265 @@
+//! Load benchmark of `aip serve` (issue 4): sync `cap:demo:echo` actions at concurrency 1, 16 and 64,
+//! against a baseline axum server that parses the same body and does one SQLite insert per request with
+//! the same durability settings (WAL, `synchronous=FULL`). Run with `cargo bench -p aip-cli --bench
+//! serve_load`; `AIP_BENCH_REQUESTS` overrides the request count per level (default 3000).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use serde_json::{Value, json};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+const LEVELS: [usize; 3] = [1, 16, 64];
+const WARMUP: usize = 200;
+
+struct Figures {
+    rate: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; test runners (`cargo test --all-targets`, nextest) do not, and
+    // must not run a load test: list no tests and exit.
+    let args: Vec<String> = std::env::args().collect();
+    if !args.iter().any(|a| a == "--bench") {
+        if !args.iter().any(|a| a == "--list") {
+            println!(
+                "serve_load is a benchmark: run it with `cargo bench -p aip-cli --bench serve_load`"
+            );
+        }
+        return;
+    }
+    let requests: usize = std::env::var("AIP_BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("aip-bench-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let mut server = AipServer::start(&dir.join("aip-data"));
+    let baseline_addr = rt.block_on(start_baseline(&dir.join("baseline.sqlite")));
+    let client = reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(128)
+        .build()
+        .unwrap();
+
+    println!("requests per level: {requests} (after {WARMUP} warm-up requests)");
+    println!(
+        "| concurrency | aip actions/s | aip p50 ms | aip p99 ms | baseline req/s | baseline p50 ms | baseline p99 ms | ratio |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for concurrency in LEVELS {
+        let aip_url = format!("http://{}/aip/v1/actions", server.addr);
+        let base_url = format!("http://{baseline_addr}/baseline");
+        let token = server.token.clone();
+        let aip = rt.block_on(run_level(
+            &client,
+            &aip_url,
+            Some(&token),
+            concurrency,
+            requests,
+        ));
+        let base = rt.block_on(run_level(&client, &base_url, None, concurrency, requests));
+        println!(
+            "| {concurrency} | {:.0} | {:.2} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
+            aip.rate,
+            aip.p50_ms,
+            aip.p99_ms,
+            base.rate,
+            base.p50_ms,
+            base.p99_ms,
+            aip.rate / base.rate
+        );
+    }
+    server.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Sends `WARMUP + requests` envelopes with `concurrency` in flight; every answer must be 2xx.
+async fn run_level(
+    client: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    concurrency: usize,
+    requests: usize,
+) -> Figures {
+    for i in 0..WARMUP {
+        send(client, url, token, i).await;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (client, url, token, next) = (
+            client.clone(),
+            url.to_owned(),
+            token.map(str::to_owned),
+            next.clone(),
+        );
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    break latencies;
+                }
+                let t = Instant::now();
+                send(&client, &url, token.as_deref(), WARMUP + i).await;
+                latencies.push(t.elapsed());
+            }
+        }));
+    }
+    let mut all: Vec<Duration> = Vec::with_capacity(requests);
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    let pct =
+        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
+    Figures {
+        rate: all.len() as f64 / elapsed,
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+    }
+}
+
+async fn send(client: &reqwest::Client, url: &str, token: Option<&str>, n: usize) {
+    // Ids must be unique across levels and warm-ups: the runtime rejects a reused action id.
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    let i = SEQ.fetch_add(1, Ordering::Relaxed);
+    let body = json!({
+        "aip_version": "1.0",
+        "message_type": "aip.core.v1.action",
+        "message_id": format!("msg_bench_{}_{i}", std::process::id()),
+        "sent_at": "2026-01-01T00:00:00Z",
+        "body": { "action": {
+            "id": format!("act_bench_{}_{i}", std::process::id()),
+            "capability_id": "cap:demo:echo",
+            "mode": "sync",
+            "input": { "n": n, "text": "hello" }
+        } }
+    });
+    let mut request = client
+        .post(url)
+        .header("content-type", "application/aip+json")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "{url}: HTTP {status}: {text}");
+}
+
+/// The baseline: parse the body, insert one row, answer JSON. Same SQLite durability as the store.
+async fn start_baseline(path: &std::path::Path) -> SocketAddr {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .busy_timeout(Duration::from_secs(5));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(8)
+        .connect_with(options)
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let app = axum::Router::new()
+        .route("/baseline", post(baseline))
+        .with_state(pool);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+async fn baseline(
+    State(pool): State<sqlx::SqlitePool>,
+    body: axum::body::Bytes,
+) -> (StatusCode, axum::Json<Value>) {
+    let Ok(value) = serde_json::from_slice::<Value>(&body) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({ "error": "bad json" })),
+        );
+    };
+    let id = value["message_id"].as_str().unwrap_or_default().to_owned();
+    let stored = serde_json::to_string(&value).unwrap();
+    match sqlx::query("INSERT INTO requests (id, body) VALUES (?, ?)")
+        .bind(&id)
+        .bind(stored)
+        .execute(&pool)
+        .await
+    {
+        Ok(_) => (
+            StatusCode::OK,
+            axum::Json(json!({ "id": id, "status": "stored" })),
+        ),
+        Err(_) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "error": "insert failed" })),
+        ),
+    }
+}
+
+struct AipServer {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl AipServer {
+    fn start(data_dir: &std::path::Path) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_aip"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("aip serve exited before listening")
+                .unwrap();
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.trim().to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        let token = std::fs::read_to_string(data_dir.join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Self { child, addr, token }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,60 @@
+//! `aip serve`: run the durable AIP runtime over native HTTP on the embedded SQLite store.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Options of `aip serve`; each overrides the config file and `AIP_*` environment.
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// TOML configuration file (docs/configuration.md).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Listen address [default: 127.0.0.1:7700].
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<SocketAddr>,
+    /// Data directory holding the SQLite database and admin.token [default: ./aip-data].
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Load configuration, then serve until SIGINT/SIGTERM.
+pub fn run(args: ServeArgs) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let mut config = match aip_server::config::Config::load(args.config.as_deref()) {
+        Ok(config) => config,
+        Err(err) => {
+            eprintln!("aip serve: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("aip serve: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(aip_server::app::run(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("aip serve: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,216 @@
+//! Starts the real `aip serve` binary and talks to it as a client.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A running `aip serve` child process; killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub base: String,
+    pub admin_token: String,
+    pub data_dir: PathBuf,
+}
+
+impl Server {
+    /// Start on a free port with `data_dir`, an optional config file and extra environment.
+    pub fn start(data_dir: &Path, config: Option<&Path>, env: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_aip"));
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(data_dir);
+        if let Some(config) = config {
+            cmd.arg("--config").arg(config);
+        }
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut addr = None;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            assert!(
+                !line.contains("aip_"),
+                "stdout must never carry the token: {line}"
+            );
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                addr = Some(rest.trim().to_owned());
+            }
+            if line.contains("data in") {
+                break;
+            }
+        }
+        std::thread::spawn(move || for _ in lines {});
+        let base = addr.expect("aip serve did not report its address");
+        let admin_token = std::fs::read_to_string(data_dir.join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_owned();
+        Self {
+            child,
+            base,
+            admin_token,
+            data_dir: data_dir.to_path_buf(),
+        }
+    }
+
+    /// A client authenticated with `token`.
+    pub fn client(&self, token: &str) -> Client {
+        Client {
+            base: self.base.clone(),
+            token: Some(token.to_owned()),
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+        }
+    }
+
+    /// The admin client.
+    pub fn admin(&self) -> Client {
+        self.client(&self.admin_token.clone())
+    }
+
+    /// A client without credentials.
+    pub fn anonymous(&self) -> Client {
+        Client {
+            base: self.base.clone(),
+            token: None,
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+        }
+    }
+
+    /// SIGKILL, no cleanup: the crash of the crash test.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// An HTTP client for one principal.
+pub struct Client {
+    pub base: String,
+    pub token: Option<String>,
+    pub http: reqwest::Client,
+}
+
+impl Client {
+    fn auth(&self, r: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
+    /// GET a path; returns (status, JSON body).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self
+            .auth(self.http.get(format!("http://{}{path}", self.base)))
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// POST an envelope to a path; returns (status, JSON body).
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let r = self
+            .auth(self.http.post(format!("http://{}{path}", self.base)))
+            .header("content-type", "application/aip+json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Submit one action envelope to `/aip/v1/actions`.
+    pub async fn act(&self, action: Value) -> (u16, Value) {
+        self.post(
+            "/aip/v1/actions",
+            &envelope("aip.core.v1.action", json!({ "action": action })),
+        )
+        .await
+    }
+
+    /// Poll an action until it is terminal (bounded waits of the API, at most ~30 s in total).
+    pub async fn wait_terminal(&self, action_id: &str) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..6 {
+            let (status, view) = self
+                .get(&format!(
+                    "/aip/v1/actions/{action_id}?include_result=true&wait_ms=5000"
+                ))
+                .await;
+            assert_eq!(status, 200, "{view}");
+            if [
+                "completed",
+                "failed",
+                "cancelled",
+                "expired",
+                "dead_lettered",
+            ]
+            .contains(&view["state"].as_str().unwrap())
+            {
+                return view;
+            }
+            last = view;
+        }
+        panic!("action {action_id} did not reach a terminal state: {last}");
+    }
+}
+
+/// A fresh unique id with `prefix`.
+pub fn id(prefix: &str) -> String {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "{prefix}{:x}{}{}",
+        nanos,
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// An envelope carrying `body`.
+pub fn envelope(message_type: &str, body: Value) -> Value {
+    json!({
+        "aip_version": "1.0",
+        "message_type": message_type,
+        "message_id": id("msg_"),
+        "sent_at": "2026-01-01T00:00:00Z",
+        "body": body,
+    })
+}
+
+/// Write a token file with mode 0600 and return its path.
+pub fn token_file(dir: &Path, name: &str, token: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, token).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    path
+}
+
+/// Sleep without blocking the runtime.
+pub async fn pause(ms: u64) {
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+}

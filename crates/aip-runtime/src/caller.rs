@@ -1,0 +1,105 @@
+//! The authenticated caller: identity, tenant and scopes resolved from trusted configuration (spec 8, 22.5).
+
+use serde::Serialize;
+
+/// Grants every scope below, within the caller's own tenant.
+pub const SCOPE_ALL: &str = "*";
+/// Reads every object of the caller's tenant, not only the caller's own.
+pub const SCOPE_READ_TENANT: &str = "read:tenant";
+/// Reads the tenant's audit events (spec 18.3).
+pub const SCOPE_AUDIT_READ: &str = "audit:read";
+/// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
+pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
+
+/// A transport-authenticated principal. Built only by a binding from its own authentication, never from
+/// request bodies; a request-supplied tenant is at most a selector (spec 22.6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Caller {
+    /// Principal id.
+    pub id: String,
+    /// Principal kind (spec 8.1).
+    pub kind: String,
+    /// Tenant bound by configuration.
+    pub tenant: String,
+    /// Scopes bound by configuration.
+    pub scopes: Vec<String>,
+    /// What authenticated it: `bearer`, or the `did:key` of a verified envelope signature.
+    pub issuer: String,
+}
+
+impl Caller {
+    /// Whether the caller may invoke `capability_id`.
+    pub fn may_invoke(&self, capability_id: &str) -> bool {
+        self.scopes.iter().any(|scope| {
+            if scope == SCOPE_ALL {
+                return true;
+            }
+            let Some(pattern) = scope.strip_prefix(SCOPE_INVOKE_PREFIX) else {
+                return false;
+            };
+            match pattern.strip_suffix('*') {
+                Some(prefix) => capability_id.starts_with(prefix),
+                None => pattern == capability_id,
+            }
+        })
+    }
+
+    /// Whether the caller may read an object owned by `owner` in `tenant` (spec 16.3).
+    pub fn may_read(&self, tenant: &str, owner: &str) -> bool {
+        if tenant != self.tenant {
+            return false;
+        }
+        owner == self.id || self.reads_whole_tenant()
+    }
+
+    /// Whether the caller reads all objects of its tenant.
+    pub fn reads_whole_tenant(&self) -> bool {
+        self.has(SCOPE_ALL) || self.has(SCOPE_READ_TENANT)
+    }
+
+    /// Whether the caller may browse the tenant's audit events.
+    pub fn may_read_audit(&self) -> bool {
+        self.has(SCOPE_ALL) || self.has(SCOPE_AUDIT_READ)
+    }
+
+    fn has(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caller(scopes: &[&str]) -> Caller {
+        Caller {
+            id: "svc:a".into(),
+            kind: "service".into(),
+            tenant: "t1".into(),
+            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+            issuer: "bearer".into(),
+        }
+    }
+
+    #[test]
+    fn an_invoke_prefix_scope_covers_only_matching_capabilities() {
+        let c = caller(&["invoke:cap:demo:*"]);
+        assert!(c.may_invoke("cap:demo:echo"));
+        assert!(!c.may_invoke("cap:other"));
+    }
+
+    #[test]
+    fn another_tenants_object_is_never_readable_even_with_the_all_scope() {
+        let c = caller(&["*"]);
+        assert!(!c.may_read("t2", "svc:a"));
+        assert!(c.may_read("t1", "svc:b"));
+    }
+
+    #[test]
+    fn without_read_tenant_only_own_objects_are_readable() {
+        let c = caller(&["invoke:*"]);
+        assert!(c.may_read("t1", "svc:a"));
+        assert!(!c.may_read("t1", "svc:b"));
+        assert!(!c.may_read_audit());
+    }
+}

@@ -1,0 +1,295 @@
+//! Built-in demo capabilities: `cap:demo:echo`, `cap:demo:sleep`, `cap:demo:book` (issue 4).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::Capability;
+use aip_store::{AppRecord, Store, StoreError};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::handler::{
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+};
+
+/// Longest sleep the demo accepts; bounded like every other wait.
+pub const MAX_SLEEP_MS: u64 = 600_000;
+
+/// `cap:demo:echo`: returns its input unchanged as the output.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EchoHandler;
+
+#[async_trait]
+impl ActionHandler for EchoHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async]),
+            cancellable: false,
+            mutation: false,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        _ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        Ok(HandlerOutput {
+            output: input.clone(),
+        })
+    }
+}
+
+/// `cap:demo:sleep`: waits `{"ms": n}` milliseconds, observing cancellation and the deadline.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SleepHandler;
+
+#[async_trait]
+impl ActionHandler for SleepHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async]),
+            cancellable: true,
+            mutation: false,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let ms = input
+            .get("ms")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| HandlerError::Failed {
+                code: "aip.demo.invalid_input".into(),
+                message: "`ms` must be a non-negative integer".into(),
+                retryable: false,
+            })?;
+        if ms > MAX_SLEEP_MS {
+            return Err(HandlerError::Failed {
+                code: "aip.demo.invalid_input".into(),
+                message: format!("`ms` must be at most {MAX_SLEEP_MS}"),
+                retryable: false,
+            });
+        }
+        let wanted = Duration::from_millis(ms);
+        let budget = ctx.remaining();
+        tokio::select! {
+            () = ctx.cancellation.cancelled() => Err(HandlerError::Cancelled),
+            () = tokio::time::sleep(wanted.min(budget)) => {
+                if wanted > budget { Err(HandlerError::DeadlineExceeded) } else { Ok(HandlerOutput { output: json!({ "slept_ms": ms }) }) }
+            }
+        }
+    }
+}
+
+/// Collection of the demo bookings in the store's application records.
+pub const BOOKINGS: &str = "demo.bookings";
+
+/// `cap:demo:book`: a mutation with required idempotency that records one booking per key in the store,
+/// so a duplicate dispatch would be observable (a second insert of the same booking is refused).
+#[derive(Clone)]
+pub struct BookHandler {
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for BookHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BookHandler").finish_non_exhaustive()
+    }
+}
+
+impl BookHandler {
+    /// A booking handler writing to `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl ActionHandler for BookHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async]),
+            cancellable: false,
+            mutation: true,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        // The contract makes the key required, so admission guarantees it; stay fail-closed anyway.
+        let Some(key) = ctx.idempotency_key.as_deref() else {
+            return Err(HandlerError::Failed {
+                code: "aip.idempotency.key_required".into(),
+                message: "booking needs an idempotency key".into(),
+                retryable: false,
+            });
+        };
+        let booking_id = format!(
+            "bkg_{}",
+            &aip_core::canonical::sha256_hex(format!("{}\n{key}", ctx.tenant).as_bytes())[..24]
+        );
+        let body = json!({
+            "booking_id": booking_id,
+            "name": input.get("name"),
+            "party_size": input.get("party_size"),
+            "time": input.get("time"),
+            "action_id": ctx.action_id,
+            "booked_by": ctx.principal_id,
+        });
+        let record = AppRecord {
+            collection: BOOKINGS.into(),
+            record_id: booking_id.clone(),
+            tenant: ctx.tenant.clone(),
+            created_at_ms: crate::clock::now_ms(),
+            body: body.clone(),
+        };
+        match self.store.insert_record(record).await {
+            Ok(()) => Ok(HandlerOutput { output: body }),
+            Err(StoreError::Duplicate { .. }) => Err(HandlerError::Failed {
+                code: "aip.demo.duplicate_booking".into(),
+                message: "this booking was already recorded".into(),
+                retryable: false,
+            }),
+            Err(_) => Err(HandlerError::UncertainOutcome(
+                "booking store failed".into(),
+            )),
+        }
+    }
+}
+
+/// `cap:demo:bookings`: lists the caller's tenant's bookings, so duplicate dispatches are observable.
+#[derive(Clone)]
+pub struct BookingsHandler {
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for BookingsHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BookingsHandler").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ActionHandler for BookingsHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync]),
+            cancellable: false,
+            mutation: false,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        _input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let failed = |_| HandlerError::Failed {
+            code: "aip.demo.store_unavailable".into(),
+            message: "bookings unavailable".into(),
+            retryable: true,
+        };
+        let count = self
+            .store
+            .count_records(BOOKINGS, &ctx.tenant)
+            .await
+            .map_err(failed)?;
+        let limit = aip_store::Limit::new(100).map_err(failed)?;
+        let bookings: Vec<Value> = self
+            .store
+            .list_records(BOOKINGS, &ctx.tenant, limit)
+            .await
+            .map_err(failed)?
+            .into_iter()
+            .map(|r| r.body)
+            .collect();
+        Ok(HandlerOutput {
+            output: json!({ "count": count, "bookings": bookings }),
+        })
+    }
+}
+
+/// The built-in demo capabilities with their handlers (issue 4).
+pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn ActionHandler>)> {
+    let read_contract = |cancel: bool| {
+        json!({
+            "side_effects": ["read"],
+            "idempotency": { "requirement": "optional", "collision_behavior": "return_original_result", "key_scope": "principal" },
+            "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": false, "supports_cancel": cancel,
+                           "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
+            "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
+        })
+    };
+    let echo = json!({
+        "id": "cap:demo:echo", "name": "Echo", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Returns its input unchanged.",
+        "input_schema": { "type": "object" },
+        "contract": read_contract(false),
+    });
+    let sleep = json!({
+        "id": "cap:demo:sleep", "name": "Sleep", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Waits the requested milliseconds; cancellable.",
+        "input_schema": { "type": "object", "properties": { "ms": { "type": "integer", "minimum": 0, "maximum": MAX_SLEEP_MS } },
+                          "required": ["ms"], "additionalProperties": false },
+        "output_schema": { "type": "object", "properties": { "slept_ms": { "type": "integer" } }, "required": ["slept_ms"] },
+        "contract": read_contract(true),
+    });
+    let book = json!({
+        "id": "cap:demo:book", "name": "Book a table", "kind": "tool", "risk": "medium", "stability": "stable",
+        "description": "Records a booking; requires an idempotency key; duplicates are observable.",
+        "input_schema": { "type": "object", "properties": {
+            "name": { "type": "string", "minLength": 1, "maxLength": 200 },
+            "party_size": { "type": "integer", "minimum": 1, "maximum": 50 },
+            "time": { "type": "string", "minLength": 1, "maxLength": 64 } },
+            "required": ["name", "party_size", "time"], "additionalProperties": false },
+        "output_schema": { "type": "object", "required": ["booking_id"] },
+        "contract": {
+            "side_effects": ["write"],
+            "idempotency": { "requirement": "required", "collision_behavior": "reject_conflict", "key_scope": "tenant" },
+            "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": false, "supports_cancel": false,
+                           "supports_retry": false, "expected_completion": "any", "retry_safety": "safe_with_idempotency_key" },
+            "data": { "sensitivity": "confidential", "contains_pii": true, "redaction_required": false }
+        },
+    });
+    let bookings = json!({
+        "id": "cap:demo:bookings", "name": "List bookings", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Lists the first 100 bookings of the caller's tenant and their count.",
+        "input_schema": { "type": "object", "additionalProperties": false },
+        "output_schema": { "type": "object", "required": ["count", "bookings"] },
+        "contract": {
+            "side_effects": ["read"],
+            "idempotency": { "requirement": "unsupported", "collision_behavior": "reject_conflict", "key_scope": "principal" },
+            "execution": { "supports_sync": true, "supports_async": false, "supports_streaming": false, "supports_cancel": false,
+                           "supports_retry": true, "expected_completion": "sync", "retry_safety": "safe" },
+            "data": { "sensitivity": "confidential", "contains_pii": true, "redaction_required": false }
+        },
+    });
+    let handlers: [(Value, Arc<dyn ActionHandler>); 4] = [
+        (echo, Arc::new(EchoHandler)),
+        (sleep, Arc::new(SleepHandler)),
+        (book, Arc::new(BookHandler::new(Arc::clone(&store)))),
+        (bookings, Arc::new(BookingsHandler { store })),
+    ];
+    handlers
+        .into_iter()
+        .filter_map(
+            |(value, handler)| match serde_json::from_value::<Capability>(value) {
+                Ok(capability) => Some((capability, handler)),
+                Err(err) => {
+                    // The literals above are fixed; a failure here is a wire-model change caught by tests.
+                    tracing::error!(%err, "demo capability does not decode");
+                    None
+                }
+            },
+        )
+        .collect()
+}

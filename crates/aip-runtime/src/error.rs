@@ -1,0 +1,178 @@
+//! The runtime's closed error set: every rejection maps to one wire code, one category and the HTTP
+//! status of spec 19.1.
+
+use aip_core::{DecodeError, ErrorCategory, ProtocolError};
+use aip_store::StoreError;
+
+/// Why the runtime refused or could not finish a request. `Display` text is for humans only.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuntimeError {
+    /// The envelope or body failed decoding, schema or semantic validation (spec 6.4).
+    #[error("{0}")]
+    Decode(#[from] DecodeError),
+    /// The message type is valid but this runtime does not serve it (spec 7).
+    #[error("message type {0} is not supported by this runtime")]
+    UnsupportedMessage(String),
+    /// No admitted capability has this id, or the caller cannot see it (spec 9.2).
+    #[error("capability {0} is not available")]
+    UnknownCapability(String),
+    /// The caller's scopes do not allow invoking the capability (spec 22.5).
+    #[error("the caller may not invoke {0}")]
+    ScopeDenied(String),
+    /// The action input does not satisfy the capability input schema (spec 11.3 step 4).
+    #[error("action input does not match the capability input schema: {0}")]
+    InvalidInput(String),
+    /// The requested mode is not supported by the capability contract (spec 11.1).
+    #[error("mode {0} is not supported by this capability")]
+    UnsupportedMode(&'static str),
+    /// `timeout_ms` is zero or above the configured maximum (spec 11.1).
+    #[error("timeout_ms must be within 1..={0}")]
+    InvalidTimeout(u64),
+    /// The capability requires an idempotency key and none was given (spec 9.5).
+    #[error("this capability requires an idempotency key")]
+    IdempotencyKeyRequired,
+    /// The capability does not support idempotency keys; a key would promise deduplication it cannot give.
+    #[error("this capability does not support idempotency keys")]
+    IdempotencyUnsupported,
+    /// The idempotency key is owned by an earlier action with a conflicting invocation (spec 9.5).
+    #[error("idempotency key conflicts with an earlier action")]
+    IdempotencyConflict,
+    /// The action id is already used.
+    #[error("action id already used")]
+    DuplicateActionId,
+    /// The capability's policy needs an approval workflow, which this runtime does not provide: fail closed.
+    #[error("capability requires approval, which this runtime cannot grant")]
+    ApprovalUnavailable,
+    /// Nothing visible under this id (also for objects of other readers, spec 16.3).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// The action cannot be cancelled (contract or handler).
+    #[error("this action cannot be cancelled")]
+    NotCancellable,
+    /// The action is already in a terminal state (spec 11.5).
+    #[error("the action is already {0}")]
+    Terminal(String),
+    /// A list limit outside 1..=1000 or a wait above the bound (spec 16.4).
+    #[error("{0}")]
+    InvalidQuery(&'static str),
+    /// A cursor that this reader did not receive for this query (spec 16.2).
+    #[error("invalid cursor")]
+    InvalidCursor,
+    /// The envelope signature is missing, malformed or invalid, or its signer is not trusted (spec 22.2).
+    #[error("envelope signature rejected: {0}")]
+    Signature(&'static str),
+    /// `sent_at` is outside the accepted clock skew (spec 22.3).
+    #[error("sent_at is outside the accepted clock skew")]
+    ClockSkew,
+    /// The message id was already claimed within the replay window (spec 22.3).
+    #[error("message id already seen: replay rejected")]
+    Replay,
+    /// The session is unknown, invisible, or not in a state that allows the request (spec 10).
+    #[error("session state does not allow this: {0}")]
+    SessionState(String),
+    /// The resume token is unknown, expired or used (spec 10.5).
+    #[error("resume token is invalid, expired or already used")]
+    ResumeTokenInvalid,
+    /// Durable storage failed; nothing was acknowledged.
+    #[error("storage unavailable")]
+    Storage(#[source] StoreError),
+}
+
+impl From<StoreError> for RuntimeError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::InvalidCursor | StoreError::ForeignCursor => RuntimeError::InvalidCursor,
+            StoreError::ResumeTokenInvalid => RuntimeError::ResumeTokenInvalid,
+            other => RuntimeError::Storage(other),
+        }
+    }
+}
+
+impl RuntimeError {
+    /// The stable wire code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RuntimeError::Decode(e) => e.code(),
+            RuntimeError::UnsupportedMessage(_) => "aip.core.unsupported_message_type",
+            RuntimeError::UnknownCapability(_) => "aip.discovery.capability_not_found",
+            RuntimeError::ScopeDenied(_) => "aip.policy.scope_denied",
+            RuntimeError::InvalidInput(_) => "aip.action.invalid_input",
+            RuntimeError::UnsupportedMode(_) => "aip.action.unsupported_mode",
+            RuntimeError::InvalidTimeout(_) => "aip.action.invalid_timeout",
+            RuntimeError::IdempotencyKeyRequired => "aip.idempotency.key_required",
+            RuntimeError::IdempotencyUnsupported => "aip.idempotency.unsupported",
+            RuntimeError::IdempotencyConflict => "aip.idempotency.conflict",
+            RuntimeError::DuplicateActionId => "aip.action.duplicate_id",
+            RuntimeError::ApprovalUnavailable => "aip.policy.approval_unavailable",
+            RuntimeError::NotFound(_) => "aip.core.not_found",
+            RuntimeError::NotCancellable => "aip.action.not_cancellable",
+            RuntimeError::Terminal(_) => "aip.action.terminal",
+            RuntimeError::InvalidQuery(_) => "aip.read.invalid_query",
+            RuntimeError::InvalidCursor => "aip.read.invalid_cursor",
+            RuntimeError::Signature(_) => "aip.security.signature_invalid",
+            RuntimeError::ClockSkew => "aip.security.clock_skew",
+            RuntimeError::Replay => "aip.security.replay",
+            RuntimeError::SessionState(_) => "aip.session.invalid_state",
+            RuntimeError::ResumeTokenInvalid => "aip.session.resume_token_invalid",
+            RuntimeError::Storage(_) => "aip.runtime.storage_unavailable",
+        }
+    }
+
+    /// The protocol category (spec 19.1).
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            RuntimeError::Decode(e) => e.category(),
+            RuntimeError::Signature(_)
+            | RuntimeError::ClockSkew
+            | RuntimeError::Replay
+            | RuntimeError::ResumeTokenInvalid => ErrorCategory::Auth,
+            RuntimeError::ScopeDenied(_) | RuntimeError::ApprovalUnavailable => {
+                ErrorCategory::Policy
+            }
+            RuntimeError::Storage(_) => ErrorCategory::Temporary,
+            _ => ErrorCategory::Permanent,
+        }
+    }
+
+    /// The native HTTP status: the 19.1 mapping of the category, or a more specific status of the same
+    /// class where the binding defines one (404 for hidden objects, 409 for conflicts).
+    pub fn http_status(&self) -> u16 {
+        match self {
+            RuntimeError::Decode(e) => e.http_status(),
+            RuntimeError::NotFound(_) => 404,
+            RuntimeError::IdempotencyConflict
+            | RuntimeError::DuplicateActionId
+            | RuntimeError::Terminal(_) => 409,
+            other => category_status(other.category()),
+        }
+    }
+
+    /// The wire error; the message never carries secrets (spec 22.7).
+    pub fn to_protocol_error(&self) -> ProtocolError {
+        if let RuntimeError::Decode(e) = self {
+            return e.to_protocol_error();
+        }
+        ProtocolError {
+            code: self.code().to_owned(),
+            message: self.to_string(),
+            category: self.category(),
+            retryable: Some(matches!(self, RuntimeError::Storage(_))),
+            retry_after_ms: None,
+            details: None,
+            source: None,
+        }
+    }
+}
+
+/// The spec 19.1 table.
+pub fn category_status(category: ErrorCategory) -> u16 {
+    match category {
+        ErrorCategory::Temporary | ErrorCategory::Transport => 503,
+        ErrorCategory::Permanent => 400,
+        ErrorCategory::Auth => 401,
+        ErrorCategory::Policy => 403,
+        ErrorCategory::Economic => 402,
+        ErrorCategory::Connector => 502,
+    }
+}

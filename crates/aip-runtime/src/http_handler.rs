@@ -1,0 +1,195 @@
+//! The `http` handler: a capability implemented by any HTTP service (issue 4).
+//!
+//! The runtime POSTs `{"action": {...}, "context": <frozen trusted context>}` as JSON to the configured
+//! URL. The service answers 2xx with `{"output": ...}` or `{"error": {"code", "message", "retryable"}}`.
+//! A mutation whose outcome is unknown (timeout or broken connection after the request was sent, or a
+//! 5xx answer) is reported as an uncertain outcome and is never retried silently (spec 13.6, 19.3).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use crate::handler::{
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+};
+
+/// Largest response body accepted from a handler service.
+pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Configuration of one HTTP-backed capability.
+#[derive(Debug, Clone)]
+pub struct HttpHandlerConfig {
+    /// Where to POST the action.
+    pub url: String,
+    /// Upper bound of one call; the action deadline shortens it further.
+    pub timeout: Duration,
+    /// Whether the call performs a side effect (changes timeout semantics to "uncertain").
+    pub mutation: bool,
+    /// Modes the service supports.
+    pub modes: BTreeSet<Mode>,
+}
+
+/// Calls a configured URL for each action.
+#[derive(Debug, Clone)]
+pub struct HttpHandler {
+    config: HttpHandlerConfig,
+    client: reqwest::Client,
+}
+
+/// Why an HTTP handler could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HttpHandlerBuildError {
+    /// The URL is not an absolute http URL.
+    #[error("handler url must start with http:// (TLS is not built into this binary): {0}")]
+    BadUrl(String),
+    /// The HTTP client could not be built.
+    #[error("http client: {0}")]
+    Client(#[from] reqwest::Error),
+}
+
+impl HttpHandler {
+    /// Build a handler; redirects are never followed (a redirect could leave the trust boundary).
+    pub fn new(config: HttpHandlerConfig) -> Result<Self, HttpHandlerBuildError> {
+        if !config.url.starts_with("http://") {
+            return Err(HttpHandlerBuildError::BadUrl(config.url));
+        }
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(Self { config, client })
+    }
+
+    async fn call(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let timeout = self.config.timeout.min(ctx.remaining());
+        let body = json!({
+            "action": { "id": ctx.action_id, "capability_id": ctx.capability_id, "input": input },
+            "context": ctx,
+        });
+        let sent = self
+            .client
+            .post(&self.config.url)
+            .timeout(timeout)
+            .json(&body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(err) => return Err(self.transport_failure(&err)),
+        };
+        let status = response.status();
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                        return Err(self.bad_response("handler response exceeds the size limit"));
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(err) => return Err(self.transport_failure(&err)),
+            }
+        }
+        if status.is_server_error() {
+            return Err(self.bad_response(&format!("handler answered HTTP {}", status.as_u16())));
+        }
+        if !status.is_success() {
+            return Err(HandlerError::Failed {
+                code: "aip.connector.http_status".into(),
+                message: format!("handler answered HTTP {}", status.as_u16()),
+                retryable: false,
+            });
+        }
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|_| self.bad_response("handler response is not JSON"))?;
+        if let Some(error) = value.get("error") {
+            return Err(HandlerError::Failed {
+                code: error
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("aip.connector.failed")
+                    .to_owned(),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("handler failed")
+                    .to_owned(),
+                retryable: error
+                    .get("retryable")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            });
+        }
+        match value.get("output") {
+            Some(output) => Ok(HandlerOutput {
+                output: output.clone(),
+            }),
+            None => Err(self.bad_response("handler response has neither `output` nor `error`")),
+        }
+    }
+
+    /// A failure after the request may have reached the service: uncertain for a mutation.
+    fn transport_failure(&self, err: &reqwest::Error) -> HandlerError {
+        if err.is_connect() {
+            // Nothing was sent: a definite, retryable failure even for a mutation.
+            return HandlerError::Failed {
+                code: "aip.connector.unreachable".into(),
+                message: "handler service unreachable".into(),
+                retryable: true,
+            };
+        }
+        if err.is_timeout() && !self.config.mutation {
+            return HandlerError::DeadlineExceeded;
+        }
+        self.bad_response(if err.is_timeout() {
+            "handler call timed out"
+        } else {
+            "handler connection failed"
+        })
+    }
+
+    fn bad_response(&self, message: &str) -> HandlerError {
+        if self.config.mutation {
+            HandlerError::UncertainOutcome(message.to_owned())
+        } else {
+            HandlerError::Failed {
+                code: "aip.connector.failed".into(),
+                message: message.to_owned(),
+                retryable: true,
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ActionHandler for HttpHandler {
+    fn support(&self) -> HandlerSupport {
+        // Dropping an in-flight mutation cannot prove it did not commit, so only reads are cancellable.
+        HandlerSupport {
+            modes: self.config.modes.clone(),
+            cancellable: !self.config.mutation,
+            mutation: self.config.mutation,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        if self.config.mutation {
+            return self.call(ctx, input).await;
+        }
+        tokio::select! {
+            () = ctx.cancellation.cancelled() => Err(HandlerError::Cancelled),
+            result = self.call(ctx, input) => result,
+        }
+    }
+}

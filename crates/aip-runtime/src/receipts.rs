@@ -1,0 +1,102 @@
+//! Per-action receipt chains (spec 18.1-18.2): the runtime seals each receipt onto the chain's last hash
+//! and hands the store rows that must extend the chain exactly (the store refuses forks).
+
+use std::sync::Arc;
+
+use aip_core::{CorrelationId, Principal, Receipt, ReceiptId, ReceiptRef, ReceiptType, Timestamp};
+use aip_store::{ActionRecord, Limit, NewReceipt, Store};
+use serde_json::Value;
+
+use crate::caller::Caller;
+use crate::error::RuntimeError;
+
+/// Builds the next receipts of one chain.
+#[derive(Debug)]
+pub struct ChainWriter {
+    chain_id: String,
+    tenant: String,
+    principal: String,
+    correlation_id: Option<CorrelationId>,
+    last: Option<(String, String)>,
+    pending: Vec<NewReceipt>,
+}
+
+impl ChainWriter {
+    /// A new chain for an action being admitted by `caller`.
+    pub fn new(action_id: &str, caller: &Caller, correlation_id: Option<CorrelationId>) -> Self {
+        Self {
+            chain_id: action_id.to_owned(),
+            tenant: caller.tenant.clone(),
+            principal: caller.id.clone(),
+            correlation_id,
+            last: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Continue the stored chain of an admitted action.
+    pub async fn resume(
+        record: &ActionRecord,
+        store: &Arc<dyn Store>,
+    ) -> Result<Self, RuntimeError> {
+        let stored = store.list_receipts(&record.action_id, Limit::max()).await?;
+        let last = stored
+            .last()
+            .map(|r| (r.receipt_id.clone(), r.hash.clone()));
+        Ok(Self {
+            chain_id: record.action_id.clone(),
+            tenant: record.tenant.clone(),
+            principal: record.principal.clone(),
+            correlation_id: record.correlation_id.clone().map(CorrelationId::new),
+            last,
+            pending: Vec::new(),
+        })
+    }
+
+    /// Seal and queue one receipt. `data` holds ids, decisions and hashes, never payloads or secrets.
+    pub fn push(&mut self, receipt_type: ReceiptType, actor: &Principal, data: Value, now_ms: i64) {
+        let mut receipt = Receipt {
+            id: ReceiptId::generate(),
+            receipt_type,
+            actor: actor.clone(),
+            occurred_at: Timestamp::from_unix_millis(now_ms).unwrap_or_else(Timestamp::now),
+            correlation_id: self.correlation_id.clone(),
+            data: Some(data),
+            previous_hash: None,
+            hash: None,
+        };
+        let previous = self.last.as_ref().map(|(_, h)| h.clone());
+        aip_core::receipts::seal(&mut receipt, previous.as_deref());
+        let hash = receipt.hash.clone().unwrap_or_default();
+        let type_name = serde_json::to_value(receipt_type)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        self.pending.push(NewReceipt {
+            receipt_id: receipt.id.as_str().to_owned(),
+            chain_id: self.chain_id.clone(),
+            tenant: self.tenant.clone(),
+            principal: Some(self.principal.clone()),
+            action_id: Some(self.chain_id.clone()),
+            receipt_type: type_name,
+            hash: hash.clone(),
+            previous_hash: previous,
+            created_at_ms: now_ms,
+            body: serde_json::to_value(&receipt).unwrap_or(Value::Null),
+        });
+        self.last = Some((receipt.id.as_str().to_owned(), hash));
+    }
+
+    /// The receipts sealed since the last take, for one store transaction.
+    pub fn take(&mut self) -> Vec<NewReceipt> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// A reference to the chain's last receipt (for `ActionResult.receipt`).
+    pub fn last_ref(&self) -> Option<ReceiptRef> {
+        self.last.as_ref().map(|(id, hash)| ReceiptRef {
+            id: ReceiptId::new(id.clone()),
+            hash: hash.clone(),
+        })
+    }
+}

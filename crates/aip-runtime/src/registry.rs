@@ -1,0 +1,325 @@
+//! Capability admission and the manifest (spec 9): a capability is visible only together with an admitted
+//! handler whose declared support matches its contract, and the whole set is admitted at once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use aip_core::{
+    Capability, CapabilityContract, Checker, IdempotencyRequirement, Manifest, ManifestFilter,
+    Principal, PrincipalId, PrincipalKind, ProfileId, SideEffect,
+};
+use serde_json::{Value, json};
+
+use crate::caller::Caller;
+use crate::handler::{ActionHandler, Mode};
+
+/// The profile this runtime serves (spec 20.1).
+pub const NATIVE_HTTP_PROFILE: &str = "aip.native.http.v1";
+
+/// One admitted capability: its manifest entry, compiled schemas and handler.
+pub struct AdmittedCapability {
+    /// The manifest entry.
+    pub capability: Capability,
+    /// The bound handler.
+    pub handler: Arc<dyn ActionHandler>,
+    /// Compiled input schema (spec 11.3 step 4).
+    pub input_validator: jsonschema::Validator,
+    /// Compiled output schema, validated before `completed` (spec 11.7).
+    pub output_validator: Option<jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for AdmittedCapability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdmittedCapability")
+            .field("id", &self.capability.id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AdmittedCapability {
+    /// Whether the contract (or, without one, the handler) allows `mode`.
+    pub fn supports_mode(&self, mode: Mode) -> bool {
+        match &self.capability.contract {
+            Some(c) => match mode {
+                Mode::Sync => c.execution.supports_sync,
+                Mode::Async => c.execution.supports_async,
+                Mode::Streaming => c.execution.supports_streaming,
+            },
+            None => mode != Mode::Streaming && self.handler.support().modes.contains(&mode),
+        }
+    }
+
+    /// Whether cancellation is both declared and implemented.
+    pub fn supports_cancel(&self) -> bool {
+        self.capability
+            .contract
+            .as_ref()
+            .is_some_and(|c| c.execution.supports_cancel)
+            && self.handler.support().cancellable
+    }
+
+    /// The idempotency requirement; `unsupported` without a contract (conservative, spec 9.4).
+    pub fn idempotency(&self) -> Option<&aip_core::IdempotencyContract> {
+        self.capability
+            .contract
+            .as_ref()
+            .map(|c| &c.idempotency)
+            .filter(|c| c.requirement != IdempotencyRequirement::Unsupported)
+    }
+
+    /// Whether the capability needs an approval workflow before dispatch (spec 12).
+    pub fn requires_approval(&self) -> bool {
+        self.capability.requires_human_approval == Some(true)
+            || self
+                .capability
+                .contract
+                .as_ref()
+                .is_some_and(|c| c.approval.is_some())
+    }
+}
+
+/// The admitted capability set, immutable once built (atomic admission, spec 9.2).
+#[derive(Debug, Default)]
+pub struct Registry {
+    by_id: BTreeMap<String, Arc<AdmittedCapability>>,
+}
+
+/// Why a capability could not be admitted; the server refuses to start rather than advertise it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdmissionError {
+    /// The capability entry does not decode as a manifest `Capability`.
+    #[error("capability {id}: {reason}")]
+    Invalid {
+        /// The capability id (or `?`).
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Two entries share an id (spec 9.1).
+    #[error("capability {0} is declared twice")]
+    Duplicate(String),
+    /// The handler's declared support does not match the contract (spec 9.2).
+    #[error("capability {id}: handler does not match the contract: {reason}")]
+    Mismatch {
+        /// The capability id.
+        id: String,
+        /// What does not match.
+        reason: String,
+    },
+}
+
+impl Registry {
+    /// Admit every capability or none.
+    pub fn admit(
+        entries: Vec<(Capability, Arc<dyn ActionHandler>)>,
+    ) -> Result<Self, AdmissionError> {
+        let mut by_id = BTreeMap::new();
+        for (capability, handler) in entries {
+            let id = capability.id.as_str().to_owned();
+            let violations = Checker::check(&capability);
+            if let Some(v) = violations.first() {
+                return Err(AdmissionError::Invalid {
+                    id,
+                    reason: format!("{}: {}", v.pointer, v.message),
+                });
+            }
+            check_contract(&id, capability.contract.as_ref(), handler.as_ref())?;
+            let input_validator = compile(&id, &capability.input_schema, true)?;
+            let output_validator = capability
+                .output_schema
+                .as_ref()
+                .map(|s| compile(&id, s, false))
+                .transpose()?;
+            let admitted = AdmittedCapability {
+                capability,
+                handler,
+                input_validator,
+                output_validator,
+            };
+            if by_id.insert(id.clone(), Arc::new(admitted)).is_some() {
+                return Err(AdmissionError::Duplicate(id));
+            }
+        }
+        Ok(Self { by_id })
+    }
+
+    /// The admitted capability with this id.
+    pub fn get(&self, id: &str) -> Option<&Arc<AdmittedCapability>> {
+        self.by_id.get(id)
+    }
+
+    /// The manifest as `caller` may see it, narrowed by an optional 9.8 filter.
+    pub fn manifest(
+        &self,
+        agent: &Principal,
+        caller: &Caller,
+        limits: Value,
+        filter: Option<&ManifestFilter>,
+        requested_profiles: &[ProfileId],
+    ) -> Manifest {
+        let ours = vec![ProfileId::new(NATIVE_HTTP_PROFILE)];
+        let mut wanted: Vec<&ProfileId> = requested_profiles.iter().collect();
+        if let Some(f) = filter {
+            wanted.extend(f.profiles.iter());
+        }
+        let profile_match = wanted.is_empty() || wanted.iter().any(|p| ours.contains(p));
+        let capabilities = self
+            .by_id
+            .values()
+            .filter(|c| profile_match && caller.may_invoke(c.capability.id.as_str()))
+            .filter(|c| filter.is_none_or(|f| matches_filter(c, f)))
+            .map(|c| c.capability.clone())
+            .collect();
+        let mut manifest = base_manifest(agent.clone(), ours);
+        manifest.capabilities = capabilities;
+        manifest.limits = Some(limits);
+        manifest.security =
+            Some(json!({ "authentication": ["bearer"], "signatures": ["ed25519-did-key"] }));
+        manifest
+    }
+}
+
+/// The provider principal of the manifest.
+pub fn agent_principal(id: &str, name: &str) -> Principal {
+    Principal {
+        id: PrincipalId::new(id),
+        kind: PrincipalKind::Agent,
+        display_name: Some(name.to_owned()),
+        trust_domain: None,
+        did: None,
+        external_refs: Vec::new(),
+        delegated_authority: Vec::new(),
+        auth_context: None,
+    }
+}
+
+fn base_manifest(agent: Principal, profiles: Vec<ProfileId>) -> Manifest {
+    Manifest {
+        manifest_version: "aip-manifest/v1".into(),
+        agent,
+        capabilities: Vec::new(),
+        profiles,
+        resources: Vec::new(),
+        channels: Vec::new(),
+        security: None,
+        governance: None,
+        limits: None,
+        compatibility: None,
+        extensions: None,
+    }
+}
+
+fn matches_filter(c: &AdmittedCapability, f: &ManifestFilter) -> bool {
+    let cap = &c.capability;
+    if !f.capability_ids.is_empty() && !f.capability_ids.contains(&cap.id) {
+        return false;
+    }
+    if !f.risk.is_empty() && !cap.risk.is_some_and(|r| f.risk.contains(&r)) {
+        return false;
+    }
+    if !f.side_effects.is_empty() {
+        // Only capabilities whose every declared effect was asked for; no contract means unknown effects.
+        let Some(contract) = &cap.contract else {
+            return false;
+        };
+        if !contract
+            .side_effects
+            .iter()
+            .all(|e| f.side_effects.contains(e))
+        {
+            return false;
+        }
+    }
+    if f.requires_approval
+        .is_some_and(|wanted| c.requires_approval() != wanted)
+    {
+        return false;
+    }
+    if f.supports_streaming.is_some_and(|wanted| {
+        cap.contract
+            .as_ref()
+            .is_some_and(|k| k.execution.supports_streaming)
+            != wanted
+    }) {
+        return false;
+    }
+    if f.supports_transactions.is_some_and(|wanted| {
+        cap.contract
+            .as_ref()
+            .is_some_and(|k| k.transaction.is_some())
+            != wanted
+    }) {
+        return false;
+    }
+    if !f.resource_kinds.is_empty() && cap.kind != aip_core::CapabilityKind::Resource {
+        return false;
+    }
+    true
+}
+
+fn check_contract(
+    id: &str,
+    contract: Option<&CapabilityContract>,
+    handler: &dyn ActionHandler,
+) -> Result<(), AdmissionError> {
+    let support = handler.support();
+    let mismatch = |reason: &str| AdmissionError::Mismatch {
+        id: id.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let Some(contract) = contract else {
+        if support.mutation {
+            return Err(mismatch(
+                "a handler with side effects needs a contract declaring them",
+            ));
+        }
+        return Ok(());
+    };
+    let e = &contract.execution;
+    for (declared, mode) in [
+        (e.supports_sync, Mode::Sync),
+        (e.supports_async, Mode::Async),
+        (e.supports_streaming, Mode::Streaming),
+    ] {
+        if declared && !support.modes.contains(&mode) {
+            return Err(mismatch(&format!(
+                "contract declares {mode:?} mode, the handler does not implement it"
+            )));
+        }
+    }
+    if e.supports_streaming {
+        return Err(mismatch(
+            "streaming execution is not provided by this runtime yet",
+        ));
+    }
+    if e.supports_cancel && !support.cancellable {
+        return Err(mismatch(
+            "contract declares cancellation, the handler cannot confirm it",
+        ));
+    }
+    let declares_effects = contract.side_effects.iter().any(|s| *s != SideEffect::Read);
+    if support.mutation && !declares_effects {
+        return Err(mismatch(
+            "the handler mutates but the contract declares only reads",
+        ));
+    }
+    Ok(())
+}
+
+fn compile(
+    id: &str,
+    schema: &Value,
+    object_only: bool,
+) -> Result<jsonschema::Validator, AdmissionError> {
+    if object_only && schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err(AdmissionError::Invalid {
+            id: id.to_owned(),
+            reason: "the input schema must be a JSON object schema (spec 9.3)".into(),
+        });
+    }
+    jsonschema::draft202012::new(schema).map_err(|e| AdmissionError::Invalid {
+        id: id.to_owned(),
+        reason: format!("schema does not compile: {e}"),
+    })
+}

@@ -1,0 +1,424 @@
+//! Handshake and sessions (spec 10): negotiation, the session state machine (enforced by the store),
+//! list/get/close, and resume with single-use resume tokens stored hashed and never logged.
+
+use std::collections::BTreeMap;
+
+use aip_core::{
+    CapabilityId, Envelope, Handshake, HandshakeResponse, HandshakeStatus, PrincipalKind,
+    ProfileId, SessionId, SessionList, SessionResume, SessionView, Timestamp,
+};
+use aip_store::{
+    EventQuery, Limit, NewEvent, NewSession, SessionQuery, SessionRecord, SessionState,
+    SessionTransition, StoreError,
+};
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::engine::Runtime;
+use crate::error::RuntimeError;
+use crate::registry::NATIVE_HTTP_PROFILE;
+
+/// Lifetime of a session and of its resume tokens.
+pub const SESSION_TTL_MS: i64 = 24 * 60 * 60 * 1000;
+/// Heartbeat interval offered in the handshake response (spec 11.9).
+pub const HEARTBEAT_INTERVAL_MS: u64 = 30_000;
+
+impl Runtime {
+    /// Negotiate a session (spec 10.1-10.2). The claimed `client` principal must be the authenticated one.
+    pub async fn handshake(
+        &self,
+        caller: &Caller,
+        envelope: &Envelope,
+        handshake: &Handshake,
+    ) -> Result<HandshakeResponse, RuntimeError> {
+        let ours = ProfileId::new(NATIVE_HTTP_PROFILE);
+        let rejected = |reason: &str| HandshakeResponse {
+            status: HandshakeStatus::Rejected,
+            session_id: None,
+            resume_token: None,
+            server: Some(self.config.agent.clone()),
+            agreed_profiles: Vec::new(),
+            agreed_capabilities: Vec::new(),
+            heartbeat: None,
+            encryption: None,
+            billing: None,
+            redirect: None,
+            rejection_reason: Some(aip_core::ProtocolError {
+                code: "aip.session.rejected".into(),
+                message: reason.to_owned(),
+                category: aip_core::ErrorCategory::Policy,
+                retryable: Some(false),
+                retry_after_ms: None,
+                details: None,
+                source: None,
+            }),
+        };
+        if handshake.client.id.as_str() != caller.id {
+            return Ok(rejected(
+                "the handshake client is not the authenticated principal",
+            ));
+        }
+        if !handshake.profiles.is_empty() && !handshake.profiles.contains(&ours) {
+            return Ok(rejected(
+                "no common profile: this runtime speaks aip.native.http.v1",
+            ));
+        }
+        if handshake.encryption.is_some() {
+            return Ok(rejected(
+                "session encryption is not offered by this runtime",
+            ));
+        }
+        let visible = self.manifest(caller, None, &[]);
+        let invokable: Vec<CapabilityId> =
+            visible.capabilities.iter().map(|c| c.id.clone()).collect();
+        let agreed: Vec<CapabilityId> = if handshake.requested_capabilities.is_empty() {
+            invokable
+        } else {
+            handshake
+                .requested_capabilities
+                .iter()
+                .filter(|c| invokable.contains(c))
+                .cloned()
+                .collect()
+        };
+        let now = now_ms();
+        let session_id = SessionId::generate();
+        let data = json!({ "purpose": handshake.purpose, "profiles": [NATIVE_HTTP_PROFILE], "capabilities": agreed, "principal_kind": caller.kind });
+        let event = self.session_event(
+            "aip.session.created",
+            caller,
+            session_id.as_str(),
+            envelope,
+            json!({ "capabilities": agreed.len() }),
+            now,
+        );
+        self.store
+            .create_session(
+                NewSession {
+                    session_id: session_id.as_str().to_owned(),
+                    tenant: caller.tenant.clone(),
+                    principal: caller.id.clone(),
+                    peer: Some(self.config.agent.id.as_str().to_owned()),
+                    state: SessionState::Active,
+                    created_at_ms: now,
+                    expires_at_ms: Some(now + SESSION_TTL_MS),
+                    data,
+                },
+                vec![event],
+            )
+            .await?;
+        let token = new_resume_token()?;
+        self.store
+            .issue_resume_token(session_id.as_str(), &token, now + SESSION_TTL_MS, now)
+            .await?;
+        Ok(HandshakeResponse {
+            status: HandshakeStatus::Accepted,
+            session_id: Some(session_id),
+            resume_token: Some(token),
+            server: Some(self.config.agent.clone()),
+            agreed_profiles: vec![ours],
+            agreed_capabilities: agreed,
+            heartbeat: Some(json!({ "interval_ms": HEARTBEAT_INTERVAL_MS })),
+            encryption: None,
+            billing: None,
+            redirect: None,
+            rejection_reason: None,
+        })
+    }
+
+    /// The session if `caller` may read it; `NotFound` otherwise (spec 10.4).
+    pub(crate) async fn visible_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<SessionRecord, RuntimeError> {
+        match self.store.get_session(session_id).await? {
+            Some(s) if caller.may_read(&s.tenant, &s.principal) => Ok(s),
+            _ => Err(RuntimeError::NotFound("session")),
+        }
+    }
+
+    /// An action may name only a visible, open session.
+    pub(crate) async fn check_session_open(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<(), RuntimeError> {
+        let session = self.visible_session(caller, session_id).await?;
+        if session.principal != caller.id {
+            return Err(RuntimeError::SessionState(
+                "the session belongs to another principal".into(),
+            ));
+        }
+        if session.expires_at_ms.is_some_and(|e| e <= now_ms()) {
+            return Err(RuntimeError::SessionState("the session expired".into()));
+        }
+        match session.state {
+            SessionState::Active
+            | SessionState::Queued
+            | SessionState::Processing
+            | SessionState::Streaming
+            | SessionState::WaitingForHuman => Ok(()),
+            other => Err(RuntimeError::SessionState(format!(
+                "the session is {}",
+                other.as_str()
+            ))),
+        }
+    }
+
+    /// One session view.
+    pub async fn session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<SessionView, RuntimeError> {
+        let session = self.visible_session(caller, session_id).await?;
+        Ok(self.session_view(&session))
+    }
+
+    /// Sessions visible to `caller`; filters never broaden visibility.
+    pub async fn sessions(
+        &self,
+        caller: &Caller,
+        state: Option<&str>,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<SessionList, RuntimeError> {
+        let limit = self.limit(limit)?;
+        let state = match state {
+            Some(s) => Some(
+                SessionState::parse(s)
+                    .ok_or(RuntimeError::InvalidQuery("unknown session state"))?,
+            ),
+            None => None,
+        };
+        let query = SessionQuery {
+            tenant: caller.tenant.clone(),
+            principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
+            state,
+        };
+        let page = self.store.list_sessions(&query, cursor, limit).await?;
+        Ok(SessionList {
+            sessions: page.items.iter().map(|s| self.session_view(s)).collect(),
+            cursor: Some(page.next_cursor),
+        })
+    }
+
+    /// Close a session: an open session is cancelled, then settled (spec 10.3 transitions only).
+    pub async fn close_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+        reason: Option<&str>,
+    ) -> Result<SessionView, RuntimeError> {
+        let session = self.visible_session(caller, session_id).await?;
+        let now = now_ms();
+        let owner = Caller {
+            id: session.principal.clone(),
+            kind: String::new(),
+            tenant: session.tenant.clone(),
+            scopes: Vec::new(),
+            issuer: String::new(),
+        };
+        let mut current = session;
+        if matches!(
+            current.state,
+            SessionState::Active
+                | SessionState::Queued
+                | SessionState::Processing
+                | SessionState::Streaming
+                | SessionState::WaitingForHuman
+        ) {
+            let event = self.session_record_event(
+                "aip.session.cancelled",
+                &owner,
+                &current,
+                json!({ "closed_by": caller.id, "reason": reason }),
+                now,
+            );
+            current = self
+                .transition_session(&current, SessionState::Cancelled, event, now)
+                .await?;
+        }
+        if matches!(
+            current.state,
+            SessionState::Completed | SessionState::Failed | SessionState::Cancelled
+        ) {
+            let event =
+                self.session_record_event("aip.session.settled", &owner, &current, json!({}), now);
+            current = self
+                .transition_session(&current, SessionState::Settled, event, now)
+                .await?;
+        } else if current.state != SessionState::Settled {
+            return Err(RuntimeError::SessionState(format!(
+                "a {} session cannot be closed",
+                current.state.as_str()
+            )));
+        }
+        let _ = self
+            .store
+            .append_audit(aip_store::NewAudit {
+                audit_id: aip_core::generate_with_prefix("aud_"),
+                tenant: caller.tenant.clone(),
+                actor: caller.id.clone(),
+                action_label: "session.closed".into(),
+                occurred_at_ms: now,
+                data: json!({ "session_id": session_id }),
+            })
+            .await;
+        Ok(self.session_view(&current))
+    }
+
+    async fn transition_session(
+        &self,
+        session: &SessionRecord,
+        to: SessionState,
+        event: NewEvent,
+        now: i64,
+    ) -> Result<SessionRecord, RuntimeError> {
+        let transition = SessionTransition {
+            session_id: session.session_id.clone(),
+            from: vec![session.state],
+            to,
+            data: None,
+            events: vec![event],
+            now_ms: now,
+        };
+        match self.store.transition_session(transition).await {
+            Ok(s) => Ok(s),
+            Err(StoreError::StateConflict { actual } | StoreError::Terminal { state: actual }) => {
+                Err(RuntimeError::SessionState(format!(
+                    "the session is {actual}"
+                )))
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Resume (spec 10.5): ownership first, then atomic single-use consumption of the token with a
+    /// replacement, then the session view and the visible events after the cursor.
+    pub async fn resume_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+        token: &str,
+        cursor: Option<&str>,
+    ) -> Result<SessionResume, RuntimeError> {
+        let session = self.visible_session(caller, session_id).await?;
+        if session.principal != caller.id {
+            return Err(RuntimeError::NotFound("session"));
+        }
+        let now = now_ms();
+        let replacement = new_resume_token()?;
+        let resumed = self
+            .store
+            .consume_resume_token(token, Some((&replacement, now + SESSION_TTL_MS)), now)
+            .await?;
+        if resumed.session_id != session.session_id {
+            return Err(RuntimeError::ResumeTokenInvalid);
+        }
+        let query = EventQuery {
+            tenant: caller.tenant.clone(),
+            principal: Some(caller.id.clone()),
+            action_id: None,
+            session_id: Some(session.session_id.clone()),
+        };
+        let page = self.store.list_events(&query, cursor, Limit::max()).await?;
+        Ok(SessionResume {
+            session: self.session_view(&resumed),
+            replayed_events: page.items.iter().map(crate::read::event_view).collect(),
+            next_cursor: Some(page.next_cursor),
+            resume_token: Some(replacement),
+        })
+    }
+
+    fn session_view(&self, s: &SessionRecord) -> SessionView {
+        let status = serde_json::from_value(Value::String(s.state.as_str().to_owned()))
+            .unwrap_or(aip_core::SessionState::New);
+        let kind = s
+            .data
+            .get("principal_kind")
+            .and_then(|k| serde_json::from_value::<PrincipalKind>(k.clone()).ok())
+            .unwrap_or(PrincipalKind::Service);
+        let mut links = BTreeMap::new();
+        links.insert(
+            "self".to_owned(),
+            format!("/aip/v1/sessions/{}", s.session_id),
+        );
+        links.insert(
+            "actions".to_owned(),
+            format!("/aip/v1/actions?session_id={}", s.session_id),
+        );
+        SessionView {
+            session_id: SessionId::new(s.session_id.clone()),
+            status,
+            principal: crate::engine::bare_principal(&s.principal, kind),
+            peer: self.config.agent.clone(),
+            created_at: ts(s.created_at_ms),
+            updated_at: ts(s.updated_at_ms),
+            expires_at: s.expires_at_ms.map(ts),
+            active_action_count: 0,
+            links,
+        }
+    }
+
+    fn session_event(
+        &self,
+        kind: &str,
+        caller: &Caller,
+        session_id: &str,
+        envelope: &Envelope,
+        data: Value,
+        now: i64,
+    ) -> NewEvent {
+        crate::engine::new_event(
+            kind,
+            (&caller.tenant, &caller.id),
+            Some(session_id.to_owned()),
+            None,
+            envelope
+                .correlation_id
+                .as_ref()
+                .map(|c| c.as_str().to_owned()),
+            (data, now),
+        )
+    }
+
+    fn session_record_event(
+        &self,
+        kind: &str,
+        owner: &Caller,
+        s: &SessionRecord,
+        data: Value,
+        now: i64,
+    ) -> NewEvent {
+        crate::engine::new_event(
+            kind,
+            (&owner.tenant, &owner.id),
+            Some(s.session_id.clone()),
+            None,
+            None,
+            (data, now),
+        )
+    }
+}
+
+/// A fresh 256-bit opaque resume token (a credential: never logged, only its hash is stored).
+fn new_resume_token() -> Result<String, RuntimeError> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|_| {
+        RuntimeError::Storage(StoreError::Backend(
+            "no randomness for a resume token".into(),
+        ))
+    })?;
+    Ok(format!(
+        "rst_{}",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    ))
+}
+
+fn ts(ms: i64) -> Timestamp {
+    Timestamp::from_unix_millis(ms).unwrap_or_else(Timestamp::now)
+}

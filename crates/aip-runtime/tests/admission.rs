@@ -1,0 +1,110 @@
+//! Capability admission (spec 9.2): handlers must match their contracts, and the demo set is complete.
+#![allow(clippy::unwrap_used)]
+
+use std::sync::Arc;
+
+use aip_runtime::demo::{BookHandler, EchoHandler, demo_capabilities};
+use aip_runtime::registry::{AdmissionError, Registry};
+use aip_runtime::{ActionHandler, Caller};
+use serde_json::json;
+
+async fn store() -> (tempfile::TempDir, Arc<dyn aip_store::Store>) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = aip_store::SqliteStore::open(dir.path().join("t.sqlite"))
+        .await
+        .unwrap();
+    (dir, Arc::new(store))
+}
+
+fn capability(contract: serde_json::Value) -> aip_core::Capability {
+    serde_json::from_value(json!({ "id": "cap:t", "name": "t", "kind": "tool", "input_schema": { "type": "object" }, "contract": contract })).unwrap()
+}
+
+fn contract(side_effects: &[&str], streaming: bool, cancel: bool) -> serde_json::Value {
+    json!({
+        "side_effects": side_effects,
+        "idempotency": { "requirement": "optional", "collision_behavior": "reject_conflict", "key_scope": "tenant" },
+        "execution": { "supports_sync": true, "supports_async": false, "supports_streaming": streaming, "supports_cancel": cancel,
+                       "supports_retry": false, "expected_completion": "sync", "retry_safety": "unknown" },
+        "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
+    })
+}
+
+#[tokio::test]
+async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
+    let (_dir, store) = store().await;
+    let registry = Registry::admit(demo_capabilities(store)).unwrap();
+    let admin = Caller {
+        id: "admin".into(),
+        kind: "human".into(),
+        tenant: "t".into(),
+        scopes: vec!["*".into()],
+        issuer: "bearer".into(),
+    };
+    let agent = aip_runtime::registry::agent_principal("agent:x", "x");
+    let manifest = registry.manifest(&agent, &admin, json!({}), None, &[]);
+    let ids: Vec<&str> = manifest
+        .capabilities
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "cap:demo:book",
+            "cap:demo:bookings",
+            "cap:demo:echo",
+            "cap:demo:sleep"
+        ]
+    );
+    let nobody = Caller {
+        scopes: Vec::new(),
+        ..admin
+    };
+    assert!(
+        registry
+            .manifest(&agent, &nobody, json!({}), None, &[])
+            .capabilities
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn a_mutating_handler_under_a_read_only_contract_is_refused() {
+    let (_dir, store) = store().await;
+    let handler: Arc<dyn ActionHandler> = Arc::new(BookHandler::new(store));
+    let err = Registry::admit(vec![(
+        capability(contract(&["read"], false, false)),
+        handler,
+    )])
+    .unwrap_err();
+    assert!(matches!(err, AdmissionError::Mismatch { .. }), "{err}");
+}
+
+#[test]
+fn a_contract_promising_streaming_or_cancellation_the_handler_lacks_is_refused() {
+    let echo: Arc<dyn ActionHandler> = Arc::new(EchoHandler);
+    assert!(
+        Registry::admit(vec![(
+            capability(contract(&["read"], true, false)),
+            Arc::clone(&echo)
+        )])
+        .is_err()
+    );
+    assert!(
+        Registry::admit(vec![(
+            capability(contract(&["read"], false, true)),
+            Arc::clone(&echo)
+        )])
+        .is_err()
+    );
+    assert!(Registry::admit(vec![(capability(contract(&["read"], false, false)), echo)]).is_ok());
+}
+
+#[test]
+fn two_capabilities_with_one_id_are_refused() {
+    let echo: Arc<dyn ActionHandler> = Arc::new(EchoHandler);
+    let c = capability(contract(&["read"], false, false));
+    let err = Registry::admit(vec![(c.clone(), Arc::clone(&echo)), (c, echo)]).unwrap_err();
+    assert!(matches!(err, AdmissionError::Duplicate(_)));
+}

@@ -1,0 +1,193 @@
+//! Assembling `aip serve`: store, capability admission, runtime, HTTP binding.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{Capability, SideEffect};
+use aip_runtime::http_handler::{HttpHandler, HttpHandlerConfig};
+use aip_runtime::registry::{Registry, agent_principal};
+use aip_runtime::{ActionHandler, Mode, Runtime, RuntimeConfig, SignaturePolicy};
+use aip_store::Store;
+use axum::Router;
+use serde_json::json;
+
+use crate::auth::{ADMIN_TOKEN_FILE, AuthIndex};
+use crate::config::{Config, HandlerConfig};
+use crate::http::{AppState, ReadyCheck, RequestGuard, metrics_handle, router};
+
+/// File name of the SQLite database inside the data directory.
+pub const DATABASE_FILE: &str = "aip.sqlite";
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// Authentication setup failed (token files).
+    #[error(transparent)]
+    Auth(#[from] crate::auth::AuthSetupError),
+    /// The store could not be opened or migrated.
+    #[error("storage: {0}")]
+    Store(#[from] aip_store::StoreError),
+    /// A capability could not be admitted.
+    #[error(transparent)]
+    Admission(#[from] aip_runtime::registry::AdmissionError),
+    /// Configuration is inconsistent.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// Recovery of unfinished work failed.
+    #[error("recovery: {0}")]
+    Recovery(#[from] aip_runtime::RuntimeError),
+    /// Binding or serving failed.
+    #[error("listen: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A started server: its router and runtime (for tests that embed it).
+pub struct Server {
+    /// The HTTP application.
+    pub router: Router,
+    /// The runtime behind it.
+    pub runtime: Arc<Runtime>,
+}
+
+/// Open the store, admit capabilities, recover, and build the router.
+pub async fn build(config: &Config) -> Result<Server, ServeError> {
+    std::fs::create_dir_all(&config.data_dir)?;
+    let auth = AuthIndex::from_config(config)?;
+    let store: Arc<dyn Store> =
+        Arc::new(aip_store::SqliteStore::open(config.data_dir.join(DATABASE_FILE)).await?);
+    let mut entries = if config.demo_capabilities {
+        aip_runtime::demo::demo_capabilities(Arc::clone(&store))
+    } else {
+        Vec::new()
+    };
+    for entry in &config.capabilities {
+        entries.push(configured_capability(entry)?);
+    }
+    let registry = Registry::admit(entries)?;
+    let mut trusted_signers = HashMap::new();
+    for signer in &config.security.trusted_signers {
+        if auth.principal(&signer.principal).is_none() {
+            return Err(ServeError::Config(format!(
+                "trusted signer {} names unknown principal {}",
+                signer.did, signer.principal
+            )));
+        }
+        aip_core::signing::verifying_key_from_did(&signer.did)
+            .map_err(|_| ServeError::Config(format!("{} is not an Ed25519 did:key", signer.did)))?;
+        trusted_signers.insert(signer.did.clone(), signer.principal.clone());
+    }
+    let limits = &config.limits;
+    let runtime_config = RuntimeConfig {
+        agent: agent_principal(&config.agent.id, &config.agent.name),
+        default_timeout_ms: limits.default_action_timeout_ms,
+        max_timeout_ms: limits.max_action_timeout_ms,
+        max_list_limit: limits.max_list_limit,
+        default_list_limit: limits.default_list_limit,
+        max_wait_ms: limits.max_wait_ms,
+        async_workers: limits.async_workers,
+        lease_ms: limits.lease_ms,
+        signatures: SignaturePolicy {
+            require_signed: config.security.require_signed_envelopes,
+            max_skew_ms: config.security.max_clock_skew_ms,
+            replay_window_ms: config.security.replay_window_ms,
+            trusted_signers,
+        },
+        decode_limits: aip_core::Limits {
+            max_bytes: limits.max_body_bytes,
+            ..aip_core::Limits::default()
+        },
+        manifest_limits: json!({ "max_body_bytes": limits.max_body_bytes, "max_list_limit": limits.max_list_limit, "max_wait_ms": limits.max_wait_ms }),
+    };
+    let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
+    runtime.start().await?;
+    let state = AppState {
+        auth: Arc::new(auth),
+        guard: Arc::new(RequestGuard::from_config(config)),
+        ready: Arc::new(StoreReady(store)),
+        metrics: metrics_handle(),
+        runtime: Arc::clone(&runtime),
+    };
+    let router = router(state, crate::routes::aip_routes(), limits.max_body_bytes);
+    Ok(Server { router, runtime })
+}
+
+/// `aip serve`: build, bind, print where (never the token), serve until a signal.
+pub async fn run(config: Config) -> Result<(), ServeError> {
+    let server = build(&config).await?;
+    let listener = tokio::net::TcpListener::bind(config.listen).await?;
+    let addr = listener.local_addr()?;
+    println!("aip serve: listening on http://{addr}");
+    if config.admin.enabled {
+        println!(
+            "aip serve: admin bearer token in {} (send it as `Authorization: Bearer <token>`)",
+            config.data_dir.join(ADMIN_TOKEN_FILE).display()
+        );
+    }
+    println!(
+        "aip serve: data in {}",
+        config.data_dir.join(DATABASE_FILE).display()
+    );
+    let served = crate::http::serve(listener, server.router).await;
+    server.runtime.shutdown();
+    Ok(served?)
+}
+
+fn configured_capability(
+    entry: &crate::config::CapabilityConfig,
+) -> Result<(Capability, Arc<dyn ActionHandler>), ServeError> {
+    let capability: Capability =
+        serde_json::from_value(serde_json::Value::Object(entry.capability.clone()))
+            .map_err(|e| ServeError::Config(format!("capability entry: {e}")))?;
+    let handler: Arc<dyn ActionHandler> =
+        match &entry.handler {
+            HandlerConfig::Http { url, timeout_ms } => {
+                let contract = capability.contract.as_ref();
+                // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
+                let mutation =
+                    contract.is_none_or(|c| c.side_effects.iter().any(|e| *e != SideEffect::Read));
+                let mut modes = BTreeSet::new();
+                match contract {
+                    Some(c) => {
+                        if c.execution.supports_sync {
+                            modes.insert(Mode::Sync);
+                        }
+                        if c.execution.supports_async {
+                            modes.insert(Mode::Async);
+                        }
+                    }
+                    None => {
+                        modes.insert(Mode::Sync);
+                        modes.insert(Mode::Async);
+                    }
+                }
+                let config = HttpHandlerConfig {
+                    url: url.clone(),
+                    timeout: Duration::from_millis(*timeout_ms),
+                    mutation,
+                    modes,
+                };
+                Arc::new(HttpHandler::new(config).map_err(|e| {
+                    ServeError::Config(format!("capability {}: {e}", capability.id))
+                })?)
+            }
+        };
+    Ok((capability, handler))
+}
+
+struct StoreReady(Arc<dyn Store>);
+
+#[async_trait::async_trait]
+impl ReadyCheck for StoreReady {
+    async fn check(&self) -> Result<String, String> {
+        match self.0.ping().await {
+            Ok(()) => Ok(self.0.backend().as_str().to_owned()),
+            Err(e) => Err(format!(
+                "{} unavailable: {}",
+                self.0.backend().as_str(),
+                e.code()
+            )),
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! Server configuration: one TOML file plus `AIP_*` environment overrides (docs/configuration.md).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Top-level keys that environment variables may override (`AIP_<KEY>`, nested with `__`).
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "listen",
+    "data_dir",
+    "allowed_hosts",
+    "allowed_origins",
+    "demo_capabilities",
+    "agent",
+    "limits",
+    "admin",
+    "principals",
+    "security",
+    "capabilities",
+];
+
+/// The whole configuration of `aip serve`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Socket address to listen on.
+    #[serde(default = "default_listen")]
+    pub listen: SocketAddr,
+    /// Directory holding the SQLite database and the admin token.
+    #[serde(default = "default_data_dir")]
+    pub data_dir: PathBuf,
+    /// Accepted `Host` header names (DNS-rebinding guard). Empty: loopback names when listening on
+    /// loopback, any host otherwise.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Accepted `Origin` header values. A request carrying any other `Origin` is refused.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Whether the built-in `cap:demo:*` capabilities are admitted.
+    #[serde(default = "yes")]
+    pub demo_capabilities: bool,
+    /// The provider principal advertised in the manifest.
+    #[serde(default)]
+    pub agent: AgentConfig,
+    /// Size, count and time bounds.
+    #[serde(default)]
+    pub limits: Limits,
+    /// The built-in admin principal.
+    #[serde(default)]
+    pub admin: AdminConfig,
+    /// Principals allowed to call the server, each with its bearer token reference.
+    #[serde(default)]
+    pub principals: Vec<PrincipalConfig>,
+    /// Envelope signature and replay settings (spec 22.2, 22.3).
+    #[serde(default)]
+    pub security: SecurityConfig,
+    /// Capabilities beyond the demo ones, each bound to a handler.
+    #[serde(default)]
+    pub capabilities: Vec<CapabilityConfig>,
+}
+
+/// The provider principal (manifest `agent`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Principal id.
+    #[serde(default = "default_agent_id")]
+    pub id: String,
+    /// Display name.
+    #[serde(default = "default_agent_name")]
+    pub name: String,
+}
+
+/// Bounds applied to every request (spec 16.4, 22.8).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Largest accepted request body in bytes.
+    #[serde(default = "default_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Largest list page (1..=1000).
+    #[serde(default = "default_max_list_limit")]
+    pub max_list_limit: u32,
+    /// Page size when the client names none.
+    #[serde(default = "default_list_limit")]
+    pub default_list_limit: u32,
+    /// Longest bounded wait in milliseconds (at most 30000).
+    #[serde(default = "default_max_wait_ms")]
+    pub max_wait_ms: u64,
+    /// Action deadline when the action names no `timeout_ms`.
+    #[serde(default = "default_action_timeout_ms")]
+    pub default_action_timeout_ms: u64,
+    /// Upper bound of any action deadline.
+    #[serde(default = "default_max_action_timeout_ms")]
+    pub max_action_timeout_ms: u64,
+    /// Number of async workers claiming queued actions.
+    #[serde(default = "default_workers")]
+    pub async_workers: u32,
+    /// Lease length of a claimed async action in milliseconds.
+    #[serde(default = "default_lease_ms")]
+    pub lease_ms: u64,
+}
+
+/// The built-in admin principal, whose token lives in `<data_dir>/admin.token`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// Whether the admin principal exists (and its token file is created on first start).
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Tenant of the admin principal.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+}
+
+/// One authenticated caller. Its tenant and scopes are authority; request bodies never are (22.6).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrincipalConfig {
+    /// Principal id.
+    pub id: String,
+    /// Principal kind (spec 8.1).
+    #[serde(default = "default_kind")]
+    pub kind: String,
+    /// Tenant the principal belongs to.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Granted scopes (see docs/configuration.md).
+    #[serde(default)]
+    pub scopes: Vec<String>,
+    /// Lowercase hex SHA-256 of the bearer token.
+    pub token_sha256: Option<String>,
+    /// A file holding the bearer token (read once at start).
+    pub token_file: Option<PathBuf>,
+}
+
+/// Signed-envelope policy (spec 22.2, 22.3).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityConfig {
+    /// Refuse unsigned envelopes.
+    #[serde(default)]
+    pub require_signed_envelopes: bool,
+    /// Largest accepted distance between `sent_at` and the server clock, in milliseconds.
+    #[serde(default = "default_skew_ms")]
+    pub max_clock_skew_ms: u64,
+    /// How long a claimed message id stays claimed, in milliseconds.
+    #[serde(default = "default_replay_window_ms")]
+    pub replay_window_ms: u64,
+    /// did:key signers and the principal each one speaks for.
+    #[serde(default)]
+    pub trusted_signers: Vec<TrustedSigner>,
+}
+
+/// Binds a did:key to a configured principal (spec 22.2: the verifier binds the DID to a principal).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrustedSigner {
+    /// `did:key:z...` of an Ed25519 key.
+    pub did: String,
+    /// Id of a configured principal.
+    pub principal: String,
+}
+
+/// A capability entry: its manifest fields plus the handler that implements it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CapabilityConfig {
+    /// The handler bound to this capability.
+    pub handler: HandlerConfig,
+    /// The manifest `Capability` object (id, name, kind, input_schema, output_schema, risk, contract...).
+    #[serde(flatten)]
+    pub capability: serde_json::Map<String, Value>,
+}
+
+/// Handler kinds a capability can be bound to from configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum HandlerConfig {
+    /// POST the action and its trusted context to `url`.
+    Http {
+        /// Absolute `http://` URL.
+        url: String,
+        /// Per-call timeout in milliseconds.
+        #[serde(default = "default_http_timeout_ms")]
+        timeout_ms: u64,
+    },
+}
+
+/// Why configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file or an environment override is malformed.
+    #[error("configuration: {0}")]
+    Parse(#[from] Box<figment::Error>),
+    /// A value is out of its documented range.
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Load from an optional TOML file, then apply `AIP_*` environment overrides.
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::new();
+        if let Some(file) = file {
+            if !file.is_file() {
+                return Err(ConfigError::Invalid(format!(
+                    "config file {} not found",
+                    file.display()
+                )));
+            }
+            figment = figment.merge(Toml::file(file));
+        }
+        figment = figment.merge(Env::prefixed("AIP_").split("__").filter(|key| {
+            // Keys are not lowercased yet at this point of the chain.
+            let first = key
+                .as_str()
+                .split('.')
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase();
+            TOP_LEVEL_KEYS.contains(&first.as_str())
+        }));
+        let config: Config = figment.extract().map_err(Box::new)?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Range checks that serde cannot express.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let l = &self.limits;
+        if l.max_list_limit == 0 || l.max_list_limit > 1000 {
+            return Err(ConfigError::Invalid(
+                "limits.max_list_limit must be within 1..=1000 (spec 16.4)".into(),
+            ));
+        }
+        if l.default_list_limit == 0 || l.default_list_limit > l.max_list_limit {
+            return Err(ConfigError::Invalid(
+                "limits.default_list_limit must be within 1..=max_list_limit".into(),
+            ));
+        }
+        if l.max_wait_ms > 30_000 {
+            return Err(ConfigError::Invalid(
+                "limits.max_wait_ms must be at most 30000 (spec 16.4)".into(),
+            ));
+        }
+        if l.max_body_bytes < 1024 {
+            return Err(ConfigError::Invalid(
+                "limits.max_body_bytes must be at least 1024".into(),
+            ));
+        }
+        if l.default_action_timeout_ms == 0 || l.default_action_timeout_ms > l.max_action_timeout_ms
+        {
+            return Err(ConfigError::Invalid(
+                "limits.default_action_timeout_ms must be within 1..=max_action_timeout_ms".into(),
+            ));
+        }
+        if l.async_workers == 0 || l.async_workers > 1024 {
+            return Err(ConfigError::Invalid(
+                "limits.async_workers must be within 1..=1024".into(),
+            ));
+        }
+        if l.lease_ms < 1000 {
+            return Err(ConfigError::Invalid(
+                "limits.lease_ms must be at least 1000".into(),
+            ));
+        }
+        for p in &self.principals {
+            if p.id.is_empty() {
+                return Err(ConfigError::Invalid("a principal has an empty id".into()));
+            }
+            if p.token_sha256.is_some() == p.token_file.is_some() {
+                return Err(ConfigError::Invalid(format!(
+                    "principal {}: give exactly one of token_sha256 or token_file",
+                    p.id
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: default_listen(),
+            data_dir: default_data_dir(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            demo_capabilities: true,
+            agent: AgentConfig::default(),
+            limits: Limits::default(),
+            admin: AdminConfig::default(),
+            principals: Vec::new(),
+            security: SecurityConfig::default(),
+            capabilities: Vec::new(),
+        }
+    }
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            id: default_agent_id(),
+            name: default_agent_name(),
+        }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: default_max_body_bytes(),
+            max_list_limit: default_max_list_limit(),
+            default_list_limit: default_list_limit(),
+            max_wait_ms: default_max_wait_ms(),
+            default_action_timeout_ms: default_action_timeout_ms(),
+            max_action_timeout_ms: default_max_action_timeout_ms(),
+            async_workers: default_workers(),
+            lease_ms: default_lease_ms(),
+        }
+    }
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            tenant: default_tenant(),
+        }
+    }
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        Self {
+            require_signed_envelopes: false,
+            max_clock_skew_ms: default_skew_ms(),
+            replay_window_ms: default_replay_window_ms(),
+            trusted_signers: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_listen() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], 7700))
+}
+fn default_data_dir() -> PathBuf {
+    PathBuf::from("./aip-data")
+}
+fn default_agent_id() -> String {
+    "agent:aip-local".into()
+}
+fn default_agent_name() -> String {
+    "aip local runtime".into()
+}
+fn default_max_body_bytes() -> usize {
+    1024 * 1024
+}
+fn default_max_list_limit() -> u32 {
+    1000
+}
+fn default_list_limit() -> u32 {
+    100
+}
+fn default_max_wait_ms() -> u64 {
+    30_000
+}
+fn default_action_timeout_ms() -> u64 {
+    60_000
+}
+fn default_max_action_timeout_ms() -> u64 {
+    3_600_000
+}
+fn default_workers() -> u32 {
+    8
+}
+fn default_lease_ms() -> u64 {
+    30_000
+}
+fn default_tenant() -> String {
+    "default".into()
+}
+fn default_kind() -> String {
+    "service".into()
+}
+fn default_skew_ms() -> u64 {
+    300_000
+}
+fn default_replay_window_ms() -> u64 {
+    600_000
+}
+fn default_http_timeout_ms() -> u64 {
+    10_000
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn an_empty_file_yields_the_documented_defaults() {
+        let dir = std::env::temp_dir().join(format!("aip-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("empty.toml");
+        std::fs::write(&file, "").unwrap();
+        let config = Config::load(Some(&file)).unwrap();
+        assert_eq!(config.listen, default_listen());
+        assert_eq!(config.limits.max_list_limit, 1000);
+        assert!(config.admin.enabled);
+    }
+
+    #[test]
+    fn a_list_limit_above_one_thousand_is_refused() {
+        let mut config = Config::default();
+        config.limits.max_list_limit = 1001;
+        assert!(config.check().is_err());
+    }
+
+    #[test]
+    fn a_principal_with_two_token_sources_is_refused() {
+        let figment = Figment::from(Toml::string(
+            "[[principals]]\nid = \"a\"\ntoken_sha256 = \"00\"\ntoken_file = \"/x\"\n",
+        ));
+        let config: Config = figment.extract().unwrap();
+        assert!(config.check().is_err());
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused() {
+        let figment = Figment::from(Toml::string("lisen = \"127.0.0.1:1\"\n"));
+        assert!(figment.extract::<Config>().is_err());
+    }
+}

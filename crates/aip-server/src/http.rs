@@ -1,0 +1,255 @@
+//! The native HTTP binding (spec 20.1): routes, transport authentication, Host/Origin guards, limits.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use serde_json::json;
+
+use crate::auth::AuthIndex;
+use crate::config::Config;
+use crate::error::ApiError;
+
+/// Everything a request handler may touch. Durable state lives in the runtime's store, never here.
+#[derive(Clone)]
+pub struct AppState {
+    /// Bearer token index.
+    pub auth: Arc<AuthIndex>,
+    /// Host/Origin policy.
+    pub guard: Arc<RequestGuard>,
+    /// Storage readiness probe.
+    pub ready: Arc<dyn ReadyCheck>,
+    /// Prometheus exposition handle.
+    pub metrics: PrometheusHandle,
+    /// The runtime every route converges on.
+    pub runtime: Arc<aip_runtime::Runtime>,
+}
+
+/// Reports whether durable storage answers; `/ready` uses it.
+#[async_trait::async_trait]
+pub trait ReadyCheck: Send + Sync {
+    /// `Ok(description)` when storage is usable.
+    async fn check(&self) -> Result<String, String>;
+}
+
+/// Accepted `Host` names and `Origin` values (DNS-rebinding and cross-site guards).
+#[derive(Debug, Clone)]
+pub struct RequestGuard {
+    hosts: Option<Vec<String>>,
+    origins: Vec<String>,
+}
+
+impl RequestGuard {
+    /// Derive the policy: explicit hosts, else loopback names when listening on loopback, else any.
+    pub fn from_config(config: &Config) -> Self {
+        let hosts = if !config.allowed_hosts.is_empty() {
+            Some(
+                config
+                    .allowed_hosts
+                    .iter()
+                    .map(|h| h.to_ascii_lowercase())
+                    .collect(),
+            )
+        } else if config.listen.ip().is_loopback() {
+            Some(vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()])
+        } else {
+            None
+        };
+        Self {
+            hosts,
+            origins: config.allowed_origins.clone(),
+        }
+    }
+
+    fn host_allowed(&self, host: Option<&str>) -> bool {
+        let Some(allowed) = &self.hosts else {
+            return true;
+        };
+        let Some(host) = host else { return false };
+        let host = host.to_ascii_lowercase();
+        let name = match host.rsplit_once(':') {
+            Some((name, port))
+                if !name.is_empty()
+                    && !port.contains(']')
+                    && port.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                name
+            }
+            _ => host.as_str(),
+        };
+        allowed.iter().any(|a| a == name || *a == host)
+    }
+
+    fn origin_allowed(&self, origin: Option<&str>) -> bool {
+        match origin {
+            None => true,
+            Some(origin) => self.origins.iter().any(|o| o == origin),
+        }
+    }
+}
+
+/// The process-wide Prometheus recorder, installed once.
+pub fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may already be global (an embedding application); ours then stays local.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+/// The routes every deployment serves, with authentication and guards applied.
+pub fn router(state: AppState, protected: Router<AppState>, max_body_bytes: usize) -> Router {
+    let protected = protected
+        .route("/ready", get(ready))
+        .route("/metrics", get(metrics_route))
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/health", get(health))
+        .merge(protected)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::from_fn(record_metrics))
+        .with_state(state)
+}
+
+/// Serve until SIGINT/SIGTERM; admitted work stays durable across the shutdown (spec 20.1).
+pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown_signal())
+    .await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { () = ctrl_c => {}, () = term => {} }
+}
+
+async fn health() -> impl IntoResponse {
+    axum::Json(json!({ "status": "ok" }))
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    match state.ready.check().await {
+        Ok(storage) => axum::Json(json!({ "status": "ready", "storage": storage })).into_response(),
+        Err(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "status": "not_ready", "storage": reason })),
+        )
+            .into_response(),
+    }
+}
+
+async fn metrics_route(State(state): State<AppState>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn not_found() -> Response {
+    ApiError::not_found("no such route").into_response()
+}
+
+/// Bearer authentication on every protected route; the resolved caller rides in request extensions.
+async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let caller = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| state.auth.authenticate(v))
+        .cloned();
+    match caller {
+        Some(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        None => ApiError::unauthenticated().into_response(),
+    }
+}
+
+async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let headers: &HeaderMap = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| request.uri().authority().map(|a| a.as_str()));
+    if !state.guard.host_allowed(host) {
+        return ApiError::forbidden("aip.transport.host_not_allowed", "Host header not allowed")
+            .into_response();
+    }
+    let origin = headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    if !state.guard.origin_allowed(origin) {
+        return ApiError::forbidden("aip.transport.origin_not_allowed", "Origin not allowed")
+            .into_response();
+    }
+    next.run(request).await
+}
+
+async fn record_metrics(request: Request<Body>, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let method = request.method().to_string();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("aip_http_requests_total", "method" => method.clone(), "route" => route.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("aip_http_request_duration_seconds", "method" => method, "route" => route)
+        .record(started.elapsed().as_secs_f64());
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loopback_listener_accepts_only_loopback_host_names() {
+        let guard = RequestGuard::from_config(&Config::default());
+        assert!(guard.host_allowed(Some("127.0.0.1:7700")));
+        assert!(guard.host_allowed(Some("localhost")));
+        assert!(guard.host_allowed(Some("[::1]:7700")));
+        assert!(!guard.host_allowed(Some("evil.example:7700")));
+        assert!(!guard.host_allowed(None));
+    }
+
+    #[test]
+    fn any_origin_outside_the_list_is_refused() {
+        let guard = RequestGuard::from_config(&Config::default());
+        assert!(guard.origin_allowed(None));
+        assert!(!guard.origin_allowed(Some("https://evil.example")));
+    }
+}
