@@ -1,4 +1,5 @@
-//! `aip serve`: run the durable AIP runtime over native HTTP on the embedded SQLite store.
+//! `aip serve`: run the durable AIP runtime over native HTTP on the embedded SQLite store or a
+//! PostgreSQL database shared by several nodes.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -16,6 +17,10 @@ pub struct ServeArgs {
     /// Data directory holding the SQLite database and admin.token [default: ./aip-data].
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
+    /// Store location: `postgres://user@host/db` (shared by several nodes) or a SQLite path
+    /// [default: <data-dir>/aip.sqlite].
+    #[arg(long, value_name = "URL")]
+    pub database: Option<String>,
 }
 
 /// Load configuration, then serve until SIGINT/SIGTERM.
@@ -39,6 +44,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     if let Some(dir) = args.data_dir {
         config.data_dir = dir;
+    }
+    if let Some(database) = args.database {
+        config.database = Some(database);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

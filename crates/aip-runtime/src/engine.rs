@@ -868,7 +868,12 @@ impl Runtime {
             match claimed {
                 Ok(Some(lease)) => {
                     if let Err(err) = self.run_job(&lease).await {
-                        tracing::warn!(action = ?lease.action_id, error = %err, "async action could not be settled");
+                        // The store's code tells a stale fence (another node took the work) from an outage.
+                        let store = match &err {
+                            RuntimeError::Storage(e) => e.code(),
+                            _ => "",
+                        };
+                        tracing::warn!(action = ?lease.action_id, error = %err, store, "async action could not be settled");
                     }
                 }
                 Ok(None) => {

@@ -55,8 +55,7 @@ pub struct Server {
 pub async fn build(config: &Config) -> Result<Server, ServeError> {
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = AuthIndex::from_config(config)?;
-    let store: Arc<dyn Store> =
-        Arc::new(aip_store::SqliteStore::open(config.data_dir.join(DATABASE_FILE)).await?);
+    let store = open_store(config).await?;
     let mut entries = if config.demo_capabilities {
         aip_runtime::demo::demo_capabilities(Arc::clone(&store))
     } else {
@@ -125,13 +124,44 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             config.data_dir.join(ADMIN_TOKEN_FILE).display()
         );
     }
-    println!(
-        "aip serve: data in {}",
-        config.data_dir.join(DATABASE_FILE).display()
-    );
+    match &config.database {
+        Some(location) => println!(
+            "aip serve: {} store at {}; data in {}",
+            server.runtime.store().backend().as_str(),
+            redact_location(location),
+            config.data_dir.display()
+        ),
+        None => println!(
+            "aip serve: data in {}",
+            config.data_dir.join(DATABASE_FILE).display()
+        ),
+    }
     let served = crate::http::serve(listener, server.router).await;
     server.runtime.shutdown();
     Ok(served?)
+}
+
+/// The configured store: `database` when set (PostgreSQL URL or SQLite path), else the embedded
+/// SQLite file in the data directory.
+async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
+    match &config.database {
+        Some(location) => Ok(aip_store::open(location).await?),
+        None => Ok(Arc::new(
+            aip_store::SqliteStore::open(config.data_dir.join(DATABASE_FILE)).await?,
+        )),
+    }
+}
+
+/// A store location fit for logs: any `user:password@` part of a URL is dropped.
+fn redact_location(location: &str) -> String {
+    match location.split_once("://") {
+        Some((scheme, rest)) => {
+            let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+            let host = host.split_once('?').map_or(host, |(host, _)| host);
+            format!("{scheme}://{host}")
+        }
+        None => location.to_owned(),
+    }
 }
 
 fn configured_capability(
@@ -189,5 +219,20 @@ impl ReadyCheck for StoreReady {
                 e.code()
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_location;
+
+    #[test]
+    fn store_locations_are_logged_without_credentials_or_options() {
+        assert_eq!(
+            redact_location("postgres://u:secret@db.example:5432/aip?sslmode=require"),
+            "postgres://db.example:5432/aip"
+        );
+        assert_eq!(redact_location("postgres://db/aip"), "postgres://db/aip");
+        assert_eq!(redact_location("data/aip.db"), "data/aip.db");
     }
 }

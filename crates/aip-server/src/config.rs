@@ -12,6 +12,7 @@ use serde_json::Value;
 const TOP_LEVEL_KEYS: &[&str] = &[
     "listen",
     "data_dir",
+    "database",
     "allowed_hosts",
     "allowed_origins",
     "demo_capabilities",
@@ -33,6 +34,10 @@ pub struct Config {
     /// Directory holding the SQLite database and the admin token.
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
+    /// Store location: `postgres://…` for a database several nodes share, or a SQLite path /
+    /// `sqlite://path`. Unset: `<data_dir>/aip.sqlite` (docs/storage.md).
+    #[serde(default)]
+    pub database: Option<String>,
     /// Accepted `Host` header names (DNS-rebinding guard). Empty: loopback names when listening on
     /// loopback, any host otherwise.
     #[serde(default)]
@@ -269,6 +274,13 @@ impl Config {
                 "limits.lease_ms must be at least 1000".into(),
             ));
         }
+        if let Some(database) = &self.database
+            && database.trim().is_empty()
+        {
+            return Err(ConfigError::Invalid(
+                "database must be a postgres:// URL or a SQLite path".into(),
+            ));
+        }
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(ConfigError::Invalid("a principal has an empty id".into()));
@@ -289,6 +301,7 @@ impl Default for Config {
         Self {
             listen: default_listen(),
             data_dir: default_data_dir(),
+            database: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             demo_capabilities: true,
