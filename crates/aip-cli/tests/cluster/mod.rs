@@ -2,7 +2,6 @@
 //! test, created from `AIP_TEST_POSTGRES_URL` and dropped afterwards.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -113,35 +112,13 @@ pub fn start_node(
         Some(path) => Stdio::from(std::fs::File::create(path).unwrap()),
         None => Stdio::inherit(),
     };
-    let mut child = cmd
+    let child = cmd
         .env("RUST_LOG", "warn")
         .stdout(Stdio::piped())
         .stderr(err)
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut addr = None;
-    for line in lines.by_ref() {
-        let line = line.unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            addr = Some(rest.trim().to_owned());
-        }
-        if line.contains("data in") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    let base = addr.expect("aip serve did not report its address");
-    let admin_token = std::fs::read_to_string(data_dir.join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    Server {
-        child,
-        base,
-        admin_token,
-        data_dir: data_dir.to_path_buf(),
-    }
+    Server::from_child(child, data_dir)
 }
 
 /// Sends `signal` (e.g. "STOP", "CONT") to a node.

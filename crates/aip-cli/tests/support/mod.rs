@@ -30,12 +30,17 @@ impl Server {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        let mut child = cmd
+        let child = cmd
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
+        Self::from_child(child, data_dir)
+    }
+
+    /// Wait for a spawned `aip serve` (stdout piped) to report its address, then read its admin token.
+    pub fn from_child(mut child: Child, data_dir: &Path) -> Self {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         let mut addr = None;
         for line in lines.by_ref() {
