@@ -147,6 +147,39 @@ async fn postgres_events_committed_late_are_never_skipped_by_a_cursor() {
 mod cases {
     use super::*;
 
+    /// Runs `n` copies of `op` at once (`op(i)` for task `i`), each retried while the store reports
+    /// a retryable (busy) error; returns the outcomes in task order.
+    async fn race<T, F, Fut>(n: usize, op: F) -> Vec<StoreResult<T>>
+    where
+        T: Send + 'static,
+        F: Fn(usize) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = StoreResult<T>> + Send + 'static,
+    {
+        let op = Arc::new(op);
+        let tasks: Vec<_> = (0..n)
+            .map(|i| {
+                let op = op.clone();
+                tokio::spawn(async move {
+                    loop {
+                        match op(i).await {
+                            Err(e) if e.is_retryable() => tokio::task::yield_now().await,
+                            other => return other,
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for t in tasks {
+            out.push(t.await.unwrap());
+        }
+        out
+    }
+
+    fn wins<T>(outcomes: &[StoreResult<T>]) -> usize {
+        outcomes.iter().filter(|r| r.is_ok()).count()
+    }
+
     const T0: i64 = 1_700_000_000_000;
 
     fn new_action(id: &str, tenant: &str, principal: &str, state: ActionState) -> NewAction {
@@ -494,33 +527,27 @@ mod cases {
     }
 
     pub async fn many_concurrent_admissions_on_one_key_yield_exactly_one_owner(h: &Harness) {
-        let mut tasks = Vec::new();
-        for i in 0..32 {
-            let s = h.store.clone();
-            tasks.push(tokio::spawn(async move {
-                let behavior = if i % 2 == 0 {
-                    CollisionBehavior::RevalidateInputHash
-                } else {
-                    CollisionBehavior::ReturnOriginalResult
-                };
-                loop {
-                    match s
-                        .admit(admission(
-                            &format!("a{i}"),
-                            Some(claim("race", "h", behavior)),
-                        ))
-                        .await
-                    {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.unwrap(),
-                    }
-                }
-            }));
-        }
+        let s = h.store.clone();
+        let outcomes = race(32, move |i| {
+            let s = s.clone();
+            let behavior = if i % 2 == 0 {
+                CollisionBehavior::RevalidateInputHash
+            } else {
+                CollisionBehavior::ReturnOriginalResult
+            };
+            async move {
+                s.admit(admission(
+                    &format!("a{i}"),
+                    Some(claim("race", "h", behavior)),
+                ))
+                .await
+            }
+        })
+        .await;
         let mut owners = Vec::new();
         let mut replays = HashSet::new();
-        for t in tasks {
-            match t.await.unwrap() {
+        for outcome in outcomes {
+            match outcome.unwrap() {
                 AdmissionOutcome::Admitted(r) => owners.push(r.action_id),
                 AdmissionOutcome::Replayed { original, .. } => {
                     replays.insert(original.action_id);
@@ -605,30 +632,20 @@ mod cases {
         assert_eq!(s.list_receipts("a1", Limit::max()).await.unwrap().len(), 1);
         // Concurrent transitions from the same state: exactly one wins.
         admit_ok(s, admission("a2", None)).await;
-        let mut tasks = Vec::new();
-        for _ in 0..8 {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    match s
-                        .transition_action(transition(
-                            "a2",
-                            &[ActionState::Accepted],
-                            ActionState::Running,
-                        ))
-                        .await
-                    {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.is_ok(),
-                    }
-                }
-            }));
-        }
-        let mut wins = 0;
-        for t in tasks {
-            wins += usize::from(t.await.unwrap());
-        }
-        assert_eq!(wins, 1);
+        let st = s.clone();
+        let outcomes = race(8, move |_| {
+            let s = st.clone();
+            async move {
+                s.transition_action(transition(
+                    "a2",
+                    &[ActionState::Accepted],
+                    ActionState::Running,
+                ))
+                .await
+            }
+        })
+        .await;
+        assert_eq!(wins(&outcomes), 1);
     }
 
     pub async fn a_failed_transition_writes_none_of_its_events_or_receipts(h: &Harness) {
@@ -654,27 +671,18 @@ mod cases {
         let s = &h.store;
         s.enqueue(job("j1", None, 5)).await.unwrap();
         let other = h.reopen().await.unwrap();
-        let mut tasks = Vec::new();
-        for (i, store) in [s.clone(), other.clone(), s.clone(), other]
-            .into_iter()
-            .enumerate()
-        {
-            tasks.push(tokio::spawn(async move {
-                let w = WorkerId::fresh();
-                loop {
-                    match store.claim("actions", &w, T0 + i as i64, 10_000).await {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.unwrap(),
-                    }
-                }
-            }));
-        }
-        let mut leases = Vec::new();
-        for t in tasks {
-            if let Some(l) = t.await.unwrap() {
-                leases.push(l);
+        // Two store instances stand for two nodes.
+        let stores = [s.clone(), other];
+        let outcomes = race(4, move |i| {
+            let store = stores[i % 2].clone();
+            async move {
+                store
+                    .claim("actions", &WorkerId::fresh(), T0 + i as i64, 10_000)
+                    .await
             }
-        }
+        })
+        .await;
+        let leases: Vec<Lease> = outcomes.into_iter().filter_map(|o| o.unwrap()).collect();
         assert_eq!(leases.len(), 1);
         assert_eq!((leases[0].fence.token, leases[0].attempt), (1, 1));
     }
@@ -1436,27 +1444,16 @@ mod cases {
         s.issue_resume_token("s1", "tok", T0 + 10_000, T0)
             .await
             .unwrap();
-        let mut tasks = Vec::new();
-        for i in 0..12 {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                let next = format!("next-{i}");
-                loop {
-                    match s
-                        .consume_resume_token("tok", Some((&next, T0 + 20_000)), T0 + 1)
-                        .await
-                    {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.is_ok(),
-                    }
-                }
-            }));
-        }
-        let mut wins = 0;
-        for t in tasks {
-            wins += usize::from(t.await.unwrap());
-        }
-        assert_eq!(wins, 1);
+        let st = s.clone();
+        let outcomes = race(12, move |i| {
+            let s = st.clone();
+            async move {
+                s.consume_resume_token("tok", Some((&format!("next-{i}"), T0 + 20_000)), T0 + 1)
+                    .await
+            }
+        })
+        .await;
+        assert_eq!(wins(&outcomes), 1);
     }
 
     pub async fn message_id_claims_detect_replays_and_survive_a_restart(h: &Harness) {
@@ -1500,23 +1497,17 @@ mod cases {
             Err(StoreError::InvalidInput(_))
         ));
         // Concurrent claims of one id: exactly one wins.
-        let mut tasks = Vec::new();
-        for _ in 0..16 {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    match s.claim_message_id("race", "m", T0, T0 + 1_000).await {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.unwrap() == ReplayClaim::Claimed,
-                    }
-                }
-            }));
-        }
-        let mut wins = 0;
-        for t in tasks {
-            wins += usize::from(t.await.unwrap());
-        }
-        assert_eq!(wins, 1);
+        let st = s.clone();
+        let outcomes = race(16, move |_| {
+            let s = st.clone();
+            async move { s.claim_message_id("race", "m", T0, T0 + 1_000).await }
+        })
+        .await;
+        let claimed = outcomes
+            .into_iter()
+            .filter(|o| *o.as_ref().unwrap() == ReplayClaim::Claimed)
+            .count();
+        assert_eq!(claimed, 1);
     }
 
     pub async fn receipt_chains_append_in_order_and_refuse_forks(h: &Harness) {
@@ -1579,31 +1570,21 @@ mod cases {
         s.append_receipt(receipt("r0", "c1", "h0", None))
             .await
             .unwrap();
-        let mut tasks = Vec::new();
-        for i in 0..10 {
-            let s = s.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    match s
-                        .append_receipt(receipt(
-                            &format!("r-{i}"),
-                            "c1",
-                            &format!("h-{i}"),
-                            Some("h0"),
-                        ))
-                        .await
-                    {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return other.is_ok(),
-                    }
-                }
-            }));
-        }
-        let mut wins = 0;
-        for t in tasks {
-            wins += usize::from(t.await.unwrap());
-        }
-        assert_eq!(wins, 1);
+        let st = s.clone();
+        let outcomes = race(10, move |i| {
+            let s = st.clone();
+            async move {
+                s.append_receipt(receipt(
+                    &format!("r-{i}"),
+                    "c1",
+                    &format!("h-{i}"),
+                    Some("h0"),
+                ))
+                .await
+            }
+        })
+        .await;
+        assert_eq!(wins(&outcomes), 1);
         assert_eq!(s.list_receipts("c1", Limit::max()).await.unwrap().len(), 2);
     }
 
@@ -1928,35 +1909,28 @@ mod cases {
         // Writes that run together (one SQLite group commit, or parallel PostgreSQL transactions)
         // must not take each other down: every odd admission carries a receipt that breaks its
         // chain and must leave no trace; every even one must be fully there.
-        let mut tasks = Vec::new();
-        for i in 0..64 {
-            let s = h.store.clone();
-            tasks.push(tokio::spawn(async move {
-                let id = format!("a{i:02}");
-                let mut a = admission(
-                    &id,
-                    Some(claim(
-                        &format!("k{i}"),
-                        "h",
-                        CollisionBehavior::RejectConflict,
-                    )),
-                );
-                let prev = if i % 2 == 1 {
-                    Some("no-such-tip")
-                } else {
-                    None
-                };
-                a.receipts = vec![receipt(&format!("r{i}"), &id, &format!("h{i}"), prev)];
-                loop {
-                    match s.admit(a.clone()).await {
-                        Err(e) if e.is_retryable() => tokio::task::yield_now().await,
-                        other => return (i, other),
-                    }
-                }
-            }));
-        }
-        for t in tasks {
-            let (i, r) = t.await.unwrap();
+        let s = h.store.clone();
+        let outcomes = race(64, move |i| {
+            let s = s.clone();
+            let id = format!("a{i:02}");
+            let mut a = admission(
+                &id,
+                Some(claim(
+                    &format!("k{i}"),
+                    "h",
+                    CollisionBehavior::RejectConflict,
+                )),
+            );
+            let prev = if i % 2 == 1 {
+                Some("no-such-tip")
+            } else {
+                None
+            };
+            a.receipts = vec![receipt(&format!("r{i}"), &id, &format!("h{i}"), prev)];
+            async move { s.admit(a).await }
+        })
+        .await;
+        for (i, r) in outcomes.into_iter().enumerate() {
             if i % 2 == 1 {
                 assert!(
                     matches!(r, Err(StoreError::ReceiptChainConflict { .. })),
