@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 muts = [
  ("1 bounds meet min->max", "bounds.rs", "out.operational[i] = self.operational[i].min(other.operational[i]);", "out.operational[i] = self.operational[i].max(other.operational[i]);"),
  ("2 duplicate-member check", "json.rs", "if !seen.insert(key.clone()) {", "if !seen.insert(key.clone()) && false {"),
- ("3 UTF-16 member order", "jcs.rs", "members.sort_by(|a, b| utf16_cmp(a.0, b.0));", "members.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));"),
+ ("3 UTF-16 member order", "jcs.rs", "(Some(x), Some(y)) => first_unit(x).cmp(&first_unit(y)).then(x.cmp(&y)),", "(Some(x), Some(y)) => x.cmp(&y),"),
  ("4 padded base64url acceptance", "base64url.rs", "    let s = text.as_bytes();\n    if s.contains(&b'=') {\n        return Err(Error::new(Code::Base64urlPadded, \"base64url\"));\n    }", "    let s = text.trim_end_matches('=').as_bytes();"),
  ("5 revision-set check", "extension.rs", "if !support.revisions.contains(&revision) {", "if false && !support.revisions.contains(&revision) {"),
  ("6 obligation meet (strictest->loosest)", "bounds.rs", "self.protected[i].max(other.protected[i])\n            } else {", "self.protected[i].min(other.protected[i])\n            } else {"),

@@ -70,16 +70,39 @@ fn write_value(out: &mut String, v: &Value) {
             out.push(']');
         }
         Value::Object(o) => {
-            let mut members: Vec<(&String, &Value)> = o.iter().collect();
-            members.sort_by(|a, b| utf16_cmp(a.0, b.0));
             out.push('{');
-            for (i, (k, v)) in members.into_iter().enumerate() {
-                if i > 0 {
+            let members = o.as_slice();
+            // Small objects sort an index array on the stack; larger ones sort a heap vector.
+            let mut small = [0u16; 16];
+            let mut large: Vec<usize> = Vec::new();
+            let order: &[u16] = if members.len() <= small.len() {
+                let idx = &mut small[..members.len()];
+                for (i, slot) in idx.iter_mut().enumerate() {
+                    *slot = i as u16;
+                }
+                idx.sort_unstable_by(|a, b| {
+                    utf16_cmp(&members[usize::from(*a)].0, &members[usize::from(*b)].0)
+                });
+                idx
+            } else {
+                large.extend(0..members.len());
+                large.sort_unstable_by(|a, b| utf16_cmp(&members[*a].0, &members[*b].0));
+                &[]
+            };
+            let mut emit = |n: usize, i: usize| {
+                if n > 0 {
                     out.push(',');
                 }
+                let (k, v) = &members[i];
                 write_string(out, k);
                 out.push(':');
                 write_value(out, v);
+            };
+            for (n, i) in order.iter().enumerate() {
+                emit(n, usize::from(*i));
+            }
+            for (n, i) in large.iter().enumerate() {
+                emit(n, *i);
             }
             out.push('}');
         }

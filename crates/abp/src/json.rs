@@ -112,6 +112,11 @@ impl Object {
         self.members.iter().map(|(k, _)| k)
     }
 
+    /// Members in received order, as a slice.
+    pub(crate) fn as_slice(&self) -> &[(String, Value)] {
+        &self.members
+    }
+
     /// Number of members.
     pub fn len(&self) -> usize {
         self.members.len()
