@@ -239,10 +239,15 @@ async fn requests_without_a_valid_bearer_token_get_401_except_health() {
         assert_eq!(status, 401, "{path}");
         assert_eq!(body["error"]["category"], "auth");
     }
-    let (status, _) = anonymous
+    let (status, reply) = anonymous
         .act(json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} }))
         .await;
     assert_eq!(status, 401);
+    assert_eq!(reply["message_type"], "aip.core.v1.error");
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"],
+        "aip.auth.unauthenticated"
+    );
     let (status, _) = server.client("not-the-token").get("/aip/v1/manifest").await;
     assert_eq!(status, 401);
     let (status, ready) = server.admin().get("/ready").await;
@@ -376,8 +381,9 @@ async fn foreign_hosts_origins_and_oversized_bodies_are_refused() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 403);
     let big = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": { "blob": "x".repeat(2 * 1024 * 1024) } });
-    let (status, _) = admin.act(big).await;
+    let (status, reply) = admin.act(big).await;
     assert_eq!(status, 413);
+    assert_eq!(reply["message_type"], "aip.core.v1.error");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! JSON error bodies of the HTTP binding, with the HTTP status of spec 19.1.
 
-use axum::http::StatusCode;
+use aip_core::{Envelope, ErrorBody, ErrorCategory, MessageBody, ProtocolError};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
@@ -12,7 +13,7 @@ pub struct ApiError {
     /// Stable namespaced code.
     pub code: String,
     /// Protocol category.
-    pub category: &'static str,
+    pub category: ErrorCategory,
     /// Human text; not an API.
     pub message: String,
 }
@@ -23,7 +24,7 @@ impl ApiError {
         Self {
             status: StatusCode::UNAUTHORIZED,
             code: "aip.auth.unauthenticated".into(),
-            category: "auth",
+            category: ErrorCategory::Auth,
             message: "a valid bearer token is required".into(),
         }
     }
@@ -33,7 +34,7 @@ impl ApiError {
         Self {
             status: StatusCode::FORBIDDEN,
             code: code.into(),
-            category: "policy",
+            category: ErrorCategory::Policy,
             message: message.into(),
         }
     }
@@ -43,9 +44,37 @@ impl ApiError {
         Self {
             status: StatusCode::NOT_FOUND,
             code: "aip.core.not_found".into(),
-            category: "permanent",
+            category: ErrorCategory::Permanent,
             message: message.into(),
         }
+    }
+}
+
+impl ApiError {
+    /// The same error as an `aip.core.v1.error` envelope, for the envelope endpoints (spec 19.1).
+    pub fn into_envelope_response(self) -> Response {
+        let error = ProtocolError {
+            code: self.code,
+            message: self.message,
+            category: self.category,
+            retryable: Some(false),
+            retry_after_ms: None,
+            details: None,
+            source: None,
+        };
+        let envelope = Envelope::new(MessageBody::Error(ErrorBody { error }));
+        let mut response = (self.status, envelope.to_json_vec()).into_response();
+        response.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/aip+json"),
+        );
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"aip\""),
+            );
+        }
+        response
     }
 }
 

@@ -191,6 +191,12 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
+        // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
+        None if request.method() == axum::http::Method::POST
+            && matches!(request.uri().path(), "/aip/v1/messages" | "/aip/v1/actions") =>
+        {
+            ApiError::unauthenticated().into_envelope_response()
+        }
         None => ApiError::unauthenticated().into_response(),
     }
 }

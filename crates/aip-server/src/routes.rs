@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::ApiError;
 use crate::http::AppState;
+use aip_core::ErrorCategory;
 
 /// Media type of a complete envelope (spec 20.1).
 pub const AIP_JSON: &str = "application/aip+json";
@@ -85,10 +86,10 @@ async fn envelope_endpoint(
         return ApiError {
             status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
             code: "aip.transport.unsupported_media_type".into(),
-            category: "permanent",
+            category: ErrorCategory::Permanent,
             message: format!("Content-Type must be {AIP_JSON}"),
         }
-        .into_response();
+        .into_envelope_response();
     }
     let body = match body {
         Ok(body) => body,
@@ -97,10 +98,10 @@ async fn envelope_endpoint(
             return ApiError {
                 status,
                 code: "aip.transport.body_rejected".into(),
-                category: "permanent",
+                category: ErrorCategory::Permanent,
                 message: rejection.body_text(),
             }
-            .into_response();
+            .into_envelope_response();
         }
     };
     envelope_response(runtime(state).handle(caller, &body, endpoint).await)
@@ -137,7 +138,7 @@ fn bad_query(rejection: &QueryRejection) -> Response {
     ApiError {
         status: StatusCode::BAD_REQUEST,
         code: "aip.read.invalid_query".into(),
-        category: "permanent",
+        category: ErrorCategory::Permanent,
         message: rejection.body_text(),
     }
     .into_response()
@@ -442,7 +443,7 @@ fn invalid_body(message: &str) -> ApiError {
     ApiError {
         status: StatusCode::BAD_REQUEST,
         code: "aip.read.invalid_query".into(),
-        category: "permanent",
+        category: ErrorCategory::Permanent,
         message: message.into(),
     }
 }

@@ -1,0 +1,172 @@
+//! The `http` handler end to end: `aip serve` POSTs actions with their frozen trusted context to a
+//! configured service; output schemas are enforced; a timed-out mutation is an uncertain outcome that is
+//! never retried (issue 4).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Json;
+use axum::routing::post;
+use serde_json::{Value, json};
+use support::{Server, id, token_file};
+use tokio::sync::Mutex;
+
+#[derive(Clone, Default)]
+struct Provider {
+    seen: Arc<Mutex<Vec<Value>>>,
+    slow_calls: Arc<AtomicUsize>,
+}
+
+async fn start_provider(provider: Provider) -> String {
+    let weather = {
+        let p = provider.clone();
+        move |Json(body): Json<Value>| {
+            let p = p.clone();
+            async move {
+                p.seen.lock().await.push(body.clone());
+                let city = body["action"]["input"]["city"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if city == "nowhere" {
+                    return Json(json!({ "output": { "wrong": true } }));
+                }
+                Json(json!({ "output": { "city": city, "temp_c": 21 } }))
+            }
+        }
+    };
+    let slow = {
+        let p = provider.clone();
+        move |Json(_): Json<Value>| {
+            let p = p.clone();
+            async move {
+                p.slow_calls.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                Json(json!({ "output": { "charged": true } }))
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .route("/weather", post(weather))
+        .route("/charge", post(slow));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+const CONTRACT_READ: &str = r#"side_effects = ["read"]
+idempotency = { requirement = "optional", collision_behavior = "return_original_result", key_scope = "principal" }
+execution = { supports_sync = true, supports_async = true, supports_streaming = false, supports_cancel = false, supports_retry = true, expected_completion = "any", retry_safety = "safe" }
+data = { sensitivity = "internal", contains_pii = false, redaction_required = false }"#;
+
+const CONTRACT_WRITE: &str = r#"side_effects = ["financial"]
+idempotency = { requirement = "required", collision_behavior = "reject_conflict", key_scope = "tenant" }
+execution = { supports_sync = true, supports_async = false, supports_streaming = false, supports_cancel = false, supports_retry = false, expected_completion = "sync", retry_safety = "unsafe" }
+data = { sensitivity = "restricted", contains_pii = false, redaction_required = false }"#;
+
+#[tokio::test]
+async fn an_http_capability_gets_the_trusted_context_and_a_timed_out_mutation_is_uncertain_and_not_retried()
+ {
+    let provider = Provider::default();
+    let base = start_provider(provider.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token_file(dir.path(), "svc.token", "svc-token");
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"demo_capabilities = false
+
+[[principals]]
+id = "svc:caller"
+kind = "service"
+tenant = "acme"
+scopes = ["invoke:cap:ext:*"]
+token_file = "{tok}"
+
+[[capabilities]]
+id = "cap:ext:weather"
+name = "Weather"
+kind = "tool"
+input_schema = {{ type = "object", properties = {{ city = {{ type = "string" }} }}, required = ["city"] }}
+output_schema = {{ type = "object", required = ["temp_c"] }}
+handler = {{ type = "http", url = "{base}/weather", timeout_ms = 2000 }}
+[capabilities.contract]
+{CONTRACT_READ}
+
+[[capabilities]]
+id = "cap:ext:charge"
+name = "Charge"
+kind = "tool"
+input_schema = {{ type = "object" }}
+handler = {{ type = "http", url = "{base}/charge", timeout_ms = 400 }}
+[capabilities.contract]
+{CONTRACT_WRITE}
+"#,
+            tok = tok.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = server.client("svc-token");
+
+    let (_, manifest) = client.get("/aip/v1/manifest").await;
+    let ids: Vec<&str> = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["cap:ext:charge", "cap:ext:weather"]);
+
+    let action_id = id("act_");
+    let (status, reply) = client
+        .act(json!({ "id": action_id, "capability_id": "cap:ext:weather", "input": { "city": "Lisbon" }, "identity": { "tenant": { "id": "evil-corp" } } }))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["action_result"]["output"],
+        json!({ "city": "Lisbon", "temp_c": 21 })
+    );
+    let seen = provider.seen.lock().await.clone();
+    let context = &seen[0]["context"];
+    assert_eq!(context["principal_id"], "svc:caller");
+    assert_eq!(
+        context["tenant"], "acme",
+        "the tenant comes from configuration, never from the body"
+    );
+    assert_eq!(context["action_id"], json!(action_id));
+    assert!(context["deadline_unix_ms"].as_u64().unwrap() > 0);
+    assert!(
+        !seen[0].to_string().contains("svc-token"),
+        "the bearer token never leaves the runtime"
+    );
+
+    let (_, bad) = client.act(json!({ "id": id("act_"), "capability_id": "cap:ext:weather", "input": { "city": "nowhere" } })).await;
+    assert_eq!(bad["body"]["action_result"]["status"], "failed");
+    assert_eq!(
+        bad["body"]["action_result"]["error"]["code"],
+        "aip.action.output_schema_violation"
+    );
+
+    let (status, charged) = client.act(json!({ "id": id("act_"), "capability_id": "cap:ext:charge", "input": {}, "idempotency_key": "charge-1" })).await;
+    assert_eq!(status, 200, "{charged}");
+    let result = &charged["body"]["action_result"];
+    assert_eq!(result["status"], "failed");
+    assert_eq!(result["error"]["code"], "aip.connector.uncertain_outcome");
+    assert_eq!(result["error"]["details"]["uncertain_outcome"], true);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        provider.slow_calls.load(Ordering::SeqCst),
+        1,
+        "an uncertain mutation is never retried"
+    );
+    let (status, again) = client.act(json!({ "id": id("act_"), "capability_id": "cap:ext:charge", "input": {}, "idempotency_key": "charge-1" })).await;
+    assert_eq!(status, 409, "{again}");
+    assert_eq!(provider.slow_calls.load(Ordering::SeqCst), 1);
+}
