@@ -184,16 +184,20 @@ macro_rules! sql_store_impl {
                 })
             }
 
-            pub(super) fn lease(r: &DbRow) -> StoreResult<(String, String, Option<String>, i64, i64, i64, Value)> {
-                Ok((
-                    r.try_get("job_id")?,
-                    r.try_get("queue")?,
-                    r.try_get("action_id")?,
-                    r.try_get("fence")?,
-                    r.try_get("attempts")?,
-                    r.try_get("lease_expires_at_ms")?,
-                    r.try_get::<Json<Value>, _>("payload")?.0,
-                ))
+            pub(super) fn lease(r: &DbRow, worker: &WorkerId) -> StoreResult<Lease> {
+                let attempts: i64 = r.try_get("attempts")?;
+                Ok(Lease {
+                    fence: Fence {
+                        job_id: r.try_get("job_id")?,
+                        worker_id: worker.clone(),
+                        token: to_u64(r.try_get("fence")?, "fencing token")?,
+                    },
+                    queue: r.try_get("queue")?,
+                    action_id: r.try_get("action_id")?,
+                    attempt: u32::try_from(attempts).map_err(|_| StoreError::Corrupt("attempt count".into()))?,
+                    expires_at_ms: r.try_get("lease_expires_at_ms")?,
+                    payload: r.try_get::<Json<Value>, _>("payload")?.0,
+                })
             }
         }
 
@@ -648,7 +652,6 @@ macro_rules! sql_store_impl {
                 now_ms: i64,
                 lease_ms: i64,
             ) -> $crate::error::StoreResult<Option<$crate::model::Lease>> {
-                use $crate::backend::to_u64;
                 if lease_ms <= 0 {
                     return Err($crate::error::StoreError::InvalidInput("lease duration must be positive"));
                 }
@@ -670,18 +673,38 @@ macro_rules! sql_store_impl {
                 .bind(queue)
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(row) = row else {
-                    return Ok(None);
-                };
-                let (job_id, queue, action_id, fence, attempts, expires, payload) = rows::lease(&row)?;
-                Ok(Some($crate::model::Lease {
-                    fence: $crate::model::Fence { job_id, worker_id: worker.clone(), token: to_u64(fence, "fencing token")? },
-                    queue,
-                    action_id,
-                    attempt: u32::try_from(attempts).map_err(|_| $crate::error::StoreError::Corrupt("attempt count".into()))?,
-                    expires_at_ms: expires,
-                    payload,
+                row.as_ref().map(|r| rows::lease(r, &worker)).transpose()
                 }))
+                .await
+            }
+
+            async fn claim_job(
+                &self,
+                job_id: &str,
+                worker: &$crate::model::WorkerId,
+                now_ms: i64,
+                lease_ms: i64,
+            ) -> $crate::error::StoreResult<Option<$crate::model::Lease>> {
+                if lease_ms <= 0 {
+                    return Err($crate::error::StoreError::InvalidInput("lease duration must be positive"));
+                }
+                let job_id = job_id.to_owned();
+                let worker = worker.clone();
+                self.write(false, move |tx| Box::pin(async move {
+                    let row = sqlx::query(
+                        "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
+                         attempts = attempts + 1, updated_at_ms = $3 \
+                         WHERE job_id = $4 AND attempts < max_attempts \
+                         AND ((state = 'ready' AND available_at_ms <= $3) OR (state = 'leased' AND lease_expires_at_ms <= $3)) \
+                         RETURNING job_id, queue, action_id, fence, attempts, lease_expires_at_ms, payload",
+                    )
+                    .bind(worker.as_str())
+                    .bind(now_ms.saturating_add(lease_ms))
+                    .bind(now_ms)
+                    .bind(&job_id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    row.as_ref().map(|r| rows::lease(r, &worker)).transpose()
                 }))
                 .await
             }

@@ -80,6 +80,17 @@ pub trait Store: Send + Sync + 'static {
         lease_ms: i64,
     ) -> StoreResult<Option<Lease>>;
 
+    /// Claims one named job (for example the job a node just admitted for its own sync action, so
+    /// that sync work is fenced and recoverable too); `None` when it is not claimable now (held by a
+    /// live lease, not yet available, finished, or out of attempts).
+    async fn claim_job(
+        &self,
+        job_id: &str,
+        worker: &WorkerId,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Lease>>;
+
     /// Extends a held lease to `now_ms + lease_ms`; returns the new expiry.
     async fn renew(&self, fence: &Fence, now_ms: i64, lease_ms: i64) -> StoreResult<i64>;
 

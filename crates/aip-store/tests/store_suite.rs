@@ -69,6 +69,7 @@ suite!(
     a_changed_migration_stops_startup,
     list_limits_are_bounded,
     concurrent_writes_succeed_or_fail_independently,
+    a_named_job_is_claimed_only_when_claimable,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -1978,5 +1979,81 @@ mod cases {
                     .is_none()
             );
         }
+    }
+
+    pub async fn a_named_job_is_claimed_only_when_claimable(h: &Harness) {
+        let s = &h.store;
+        // A node admits its own sync action with a one-attempt job and leases it at once.
+        let mut a = admission("a1", None);
+        let mut j = job("j1", Some("a1"), 1);
+        j.queue = "sync".into();
+        a.job = Some(j);
+        admit_ok(s, a).await;
+        let (w1, w2) = (WorkerId::fresh(), WorkerId::fresh());
+        let l1 = s.claim_job("j1", &w1, T0, 1_000).await.unwrap().unwrap();
+        assert_eq!(
+            (l1.fence.token, l1.attempt, l1.queue.as_str()),
+            (1, 1, "sync")
+        );
+        assert!(
+            s.claim_job("j1", &w2, T0 + 1, 1_000)
+                .await
+                .unwrap()
+                .is_none(),
+            "held by a live lease"
+        );
+        assert!(s.claim_job("nope", &w2, T0, 1_000).await.unwrap().is_none());
+        // While the lease lives, recovery leaves the action alone (its node may be running it).
+        assert!(
+            s.list_unfinished_actions(T0 + 999, T0 + 999, Limit::max())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // The node dies: after expiry, with its one attempt used, recovery reports it and nobody can
+        // claim it again; the dead node's late write is rejected.
+        let ids: Vec<_> = s
+            .list_unfinished_actions(T0 + 1_000, T0 + 1_000, Limit::max())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|a| a.action_id)
+            .collect();
+        assert_eq!(ids, ["a1"]);
+        assert!(
+            s.claim_job("j1", &w2, T0 + 1_000, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let mut late = transition("a1", &[ActionState::Accepted], ActionState::Completed);
+        late.fence = Some(l1.fence.clone());
+        late.finish_job = true;
+        late.now_ms = T0 + 1_000;
+        assert!(matches!(
+            s.transition_action(late).await,
+            Err(StoreError::StaleLease)
+        ));
+        // A job with attempts left is taken over with a greater token.
+        s.enqueue(job("j2", None, 3)).await.unwrap();
+        let l2 = s.claim_job("j2", &w1, T0, 100).await.unwrap().unwrap();
+        let l3 = s
+            .claim_job("j2", &w2, T0 + 100, 100)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(l3.fence.token > l2.fence.token);
+        s.complete_job(&l3.fence, T0 + 150).await.unwrap();
+        assert!(
+            s.claim_job("j2", &w1, T0 + 10_000, 100)
+                .await
+                .unwrap()
+                .is_none(),
+            "a finished job stays finished"
+        );
+        assert!(matches!(
+            s.claim_job("j2", &w1, T0, 0).await,
+            Err(StoreError::InvalidInput(_))
+        ));
     }
 }
