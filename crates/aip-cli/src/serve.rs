@@ -21,6 +21,9 @@ pub struct ServeArgs {
     /// [default: <data-dir>/aip.sqlite].
     #[arg(long, value_name = "URL")]
     pub database: Option<String>,
+    /// Serve the native NATS binding on this server URL (spec 20.4; `[nats]` in the config file).
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
 }
 
 /// Load configuration, then serve until SIGINT/SIGTERM.
@@ -47,6 +50,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     if let Some(database) = args.database {
         config.database = Some(database);
+    }
+    if let Some(nats) = args.nats {
+        config.nats.url = Some(nats);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

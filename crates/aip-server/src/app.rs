@@ -38,6 +38,9 @@ pub enum ServeError {
     /// Recovery of unfinished work failed.
     #[error("recovery: {0}")]
     Recovery(#[from] aip_runtime::RuntimeError),
+    /// The NATS binding could not start.
+    #[error(transparent)]
+    Nats(#[from] crate::nats::NatsError),
     /// Binding or serving failed.
     #[error("listen: {0}")]
     Io(#[from] std::io::Error),
@@ -49,6 +52,8 @@ pub struct Server {
     pub router: Router,
     /// The runtime behind it.
     pub runtime: Arc<Runtime>,
+    /// Configured principals (shared with the NATS binding).
+    pub auth: Arc<AuthIndex>,
 }
 
 /// Open the store, admit capabilities, recover, and build the router.
@@ -101,15 +106,20 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
+    let auth = Arc::new(auth);
     let state = AppState {
-        auth: Arc::new(auth),
+        auth: Arc::clone(&auth),
         guard: Arc::new(RequestGuard::from_config(config)),
         ready: Arc::new(StoreReady(store)),
         metrics: metrics_handle(),
         runtime: Arc::clone(&runtime),
     };
     let router = router(state, crate::routes::aip_routes(), limits.max_body_bytes);
-    Ok(Server { router, runtime })
+    Ok(Server {
+        router,
+        runtime,
+        auth,
+    })
 }
 
 /// `aip serve`: build, bind, print where (never the token), serve until a signal.
@@ -117,7 +127,21 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     let server = build(&config).await?;
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let addr = listener.local_addr()?;
+    let nats = crate::nats::start(
+        &config,
+        Arc::clone(&server.auth),
+        Arc::clone(&server.runtime),
+    )
+    .await?;
     println!("aip serve: listening on http://{addr}");
+    if let Some(nats) = &nats {
+        println!(
+            "aip serve: NATS ({}) serving {} in queue group {}",
+            crate::nats::PROFILE,
+            nats.subscription,
+            config.nats.queue_group
+        );
+    }
     if config.admin.enabled {
         println!(
             "aip serve: admin bearer token in {} (send it as `Authorization: Bearer <token>`)",
@@ -137,6 +161,7 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         ),
     }
     let served = crate::http::serve(listener, server.router).await;
+    drop(nats);
     server.runtime.shutdown();
     Ok(served?)
 }

@@ -13,6 +13,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "listen",
     "data_dir",
     "database",
+    "nats",
     "allowed_hosts",
     "allowed_origins",
     "demo_capabilities",
@@ -38,6 +39,9 @@ pub struct Config {
     /// `sqlite://path`. Unset: `<data_dir>/aip.sqlite` (docs/storage.md).
     #[serde(default)]
     pub database: Option<String>,
+    /// The native NATS binding (spec 20.4); off unless `nats.url` is set.
+    #[serde(default)]
+    pub nats: crate::nats::NatsConfig,
     /// Accepted `Host` header names (DNS-rebinding guard). Empty: loopback names when listening on
     /// loopback, any host otherwise.
     #[serde(default)]
@@ -281,6 +285,7 @@ impl Config {
                 "database must be a postgres:// URL or a SQLite path".into(),
             ));
         }
+        self.nats.check()?;
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(ConfigError::Invalid("a principal has an empty id".into()));
@@ -302,6 +307,7 @@ impl Default for Config {
             listen: default_listen(),
             data_dir: default_data_dir(),
             database: None,
+            nats: crate::nats::NatsConfig::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             demo_capabilities: true,

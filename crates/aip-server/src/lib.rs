@@ -8,4 +8,5 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod nats;
 pub mod routes;

@@ -1,0 +1,227 @@
+//! The native NATS binding of `aip serve` (issue 6, spec 20.4), spoken to by an independent plain
+//! async-nats client: request/reply with the `TransportMessage` wrapper and bare envelopes, the standard
+//! headers, per-message authorization, and two nodes sharing the load in one queue group. Needs
+//! `AIP_TEST_NATS_URL` (SKIP notice otherwise); every test uses its own trust domain, so its own subjects.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use async_nats::HeaderMap;
+use serde_json::{Value, json};
+use support::{Server, envelope, id, token_file};
+
+fn nats_url(test: &str) -> Option<String> {
+    let url = std::env::var("AIP_TEST_NATS_URL").ok();
+    if url.is_none() {
+        eprintln!("SKIP: AIP_TEST_NATS_URL is not set; {test} needs a NATS server");
+    }
+    url
+}
+
+/// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo and sleep.
+fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
+    std::fs::create_dir_all(dir).unwrap();
+    let token = token_file(dir, "nats.token", &id("tok"));
+    let config = dir.join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n\n\
+             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\"]\n\
+             token_file = \"{}\"\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
+
+/// One request with the standard headers; returns the reply's headers and JSON payload.
+async fn request(
+    client: &async_nats::Client,
+    subject: String,
+    envelope: &Value,
+    wrapped: bool,
+) -> (HeaderMap, Value) {
+    let mut headers = HeaderMap::new();
+    headers.insert("AIP-Version", "1.0");
+    headers.insert(
+        "AIP-Message-Type",
+        envelope["message_type"].as_str().unwrap(),
+    );
+    headers.insert("AIP-Message-Id", envelope["message_id"].as_str().unwrap());
+    let payload = if wrapped {
+        json!({ "envelope": envelope, "metadata": { "client": "plain async-nats" } })
+    } else {
+        envelope.clone()
+    };
+    let reply = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request_with_headers(subject, headers, payload.to_string().into()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    (
+        reply.headers.clone().unwrap_or_default(),
+        serde_json::from_slice(&reply.payload).unwrap(),
+    )
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
+    headers.get(name).map(|v| v.as_str()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn an_action_over_nats_request_reply_returns_its_result_with_the_standard_headers() {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}.example", id(""));
+    let server = start_node(dir.path(), &url, &domain);
+    let client = async_nats::connect(&url).await.unwrap();
+    let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+    let action_subject = format!("{prefix}.aip_core_v1_action");
+
+    // Canonical wrapper in, wrapper out.
+    let action_id = id("act_");
+    let request_envelope = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": action_id, "capability_id": "cap:demo:echo", "mode": "sync", "input": { "over": "nats" } } }),
+    );
+    let (headers, reply) = request(&client, action_subject.clone(), &request_envelope, true).await;
+    let reply = &reply["envelope"];
+    assert_eq!(
+        reply["message_type"], "aip.core.v1.action_result",
+        "{reply}"
+    );
+    assert_eq!(
+        reply["body"]["action_result"]["output"],
+        json!({ "over": "nats" })
+    );
+    assert_eq!(
+        reply["in_response_to"], request_envelope["message_id"],
+        "{reply}"
+    );
+    assert_eq!(header(&headers, "AIP-Version"), "1.0");
+    assert_eq!(
+        header(&headers, "AIP-Message-Type"),
+        "aip.core.v1.action_result"
+    );
+    assert_eq!(
+        header(&headers, "AIP-Message-Id"),
+        reply["message_id"].as_str().unwrap()
+    );
+    // The same action is visible over HTTP, owned by the principal bound to the NATS connection.
+    let (status, view) = server
+        .admin()
+        .get(&format!("/aip/v1/actions/{action_id}"))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["state"], "completed");
+
+    // A bare envelope is accepted and answered bare.
+    let bare = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "bare": true } } }),
+    );
+    let (_, reply) = request(&client, action_subject.clone(), &bare, false).await;
+    assert_eq!(
+        reply["body"]["action_result"]["output"],
+        json!({ "bare": true }),
+        "{reply}"
+    );
+
+    // Subject access is not capability authorization: book is outside the bound principal's scopes
+    // (the runtime does not reveal capabilities a caller may not invoke).
+    let book = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:book", "mode": "sync", "idempotency_key": id("k"), "input": { "name": "n", "party_size": 1, "time": "t" } } }),
+    );
+    let (headers, reply) = request(&client, action_subject.clone(), &book, true).await;
+    assert_eq!(header(&headers, "AIP-Message-Type"), "aip.core.v1.error");
+    assert_eq!(
+        reply["envelope"]["body"]["error"]["error"]["code"], "aip.discovery.capability_not_found",
+        "{reply}"
+    );
+
+    // The subject names the message type: an action sent on the heartbeat subject is refused.
+    let misrouted = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": {} } }),
+    );
+    let (_, reply) = request(
+        &client,
+        format!("{prefix}.aip_core_v1_heartbeat"),
+        &misrouted,
+        true,
+    )
+    .await;
+    assert_eq!(
+        reply["envelope"]["body"]["error"]["error"]["code"], "aip.core.unsupported_message_type",
+        "{reply}"
+    );
+
+    // Malformed bytes get a typed decode error, not silence.
+    let reply = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request(action_subject, "{not json".into()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let reply: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(reply["message_type"], "aip.core.v1.error", "{reply}");
+}
+
+#[tokio::test]
+async fn two_nodes_in_one_queue_group_share_the_requests() {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}", id(""));
+    // Separate SQLite stores, so each node's HTTP read model shows exactly the actions it served.
+    let a = start_node(&dir.path().join("a"), &url, &domain);
+    let b = start_node(&dir.path().join("b"), &url, &domain);
+    let client = async_nats::connect(&url).await.unwrap();
+    let subject = format!("aip.v1.{domain}.aip.v1.aip_core_v1_action");
+    let mut requests = Vec::new();
+    for n in 0..40 {
+        let client = client.clone();
+        let subject = subject.clone();
+        requests.push(tokio::spawn(async move {
+            let e = envelope(
+                "aip.core.v1.action",
+                json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "n": n } } }),
+            );
+            let (_, reply) = request(&client, subject, &e, true).await;
+            assert_eq!(
+                reply["envelope"]["body"]["action_result"]["output"],
+                json!({ "n": n }),
+                "{reply}"
+            );
+        }));
+    }
+    for r in requests {
+        r.await.unwrap();
+    }
+    let count = |server: &Server| {
+        let admin = server.admin();
+        async move {
+            let (status, list) = admin.get("/aip/v1/actions?limit=1000").await;
+            assert_eq!(status, 200, "{list}");
+            list["actions"].as_array().unwrap().len()
+        }
+    };
+    let (on_a, on_b) = (count(&a).await, count(&b).await);
+    assert_eq!(on_a + on_b, 40, "every request served exactly once");
+    assert!(
+        on_a > 0 && on_b > 0,
+        "one node served everything: {on_a} / {on_b}"
+    );
+}
