@@ -18,7 +18,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
     /// Store location: `postgres://user@host/db` (shared by several nodes) or a SQLite path
-    /// [default: <data-dir>/aip.sqlite].
+    /// [default: DATA_DIR/aip.sqlite].
     #[arg(long, value_name = "URL")]
     pub database: Option<String>,
     /// Serve the native NATS binding on this server URL (spec 20.4; `[nats]` in the config file).
