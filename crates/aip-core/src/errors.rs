@@ -165,14 +165,15 @@ impl DecodeError {
         }
     }
 
-    /// Whether the schema layer accepted the input (the failure is semantic or an implementation bound).
+    /// Whether this failure is one a JSON Schema also reports: malformed JSON, a version or message
+    /// type outside the schema's constants, or a schema violation. Type/body mismatch, empty ids,
+    /// limits and semantic rules are checks beyond the schemas (6.4, 22.8).
     pub fn is_schema_layer(&self) -> bool {
         matches!(
             self,
             DecodeError::MalformedJson { .. }
                 | DecodeError::UnsupportedVersion { .. }
                 | DecodeError::UnsupportedMessageType { .. }
-                | DecodeError::TypeMismatch { .. }
                 | DecodeError::Schema { .. }
         )
     }
