@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 mod abp;
 mod serve;
+mod wire;
 
 /// AIP 1.0 runtime and ABP verification tools.
 #[derive(Debug, Parser)]
@@ -26,6 +27,20 @@ enum Command {
     Abp(abp::AbpCommand),
     /// Run the AIP runtime over native HTTP on the embedded SQLite store.
     Serve(serve::ServeArgs),
+    /// Validate AIP envelopes or bodies offline (spec 6.4); exit 0 valid, 1 invalid, 2 usage/unreadable.
+    Validate(wire::ValidateArgs),
+    /// AIP JSON Schemas generated from the wire types.
+    #[command(subcommand)]
+    Schema(wire::SchemaCommand),
+    /// Ed25519 keys for signed envelopes (spec 22.2).
+    #[command(subcommand)]
+    Keys(wire::KeysCommand),
+    /// Sign or verify native envelopes (spec 22.2).
+    #[command(subcommand)]
+    Envelope(wire::EnvelopeCommand),
+    /// Verify receipt chains (spec 18.2).
+    #[command(subcommand)]
+    Receipts(wire::ReceiptsCommand),
 }
 
 fn main() -> ExitCode {
@@ -38,5 +53,10 @@ fn main() -> ExitCode {
         }
         Command::Abp(cmd) => abp::run(cmd),
         Command::Serve(args) => serve::run(args),
+        Command::Validate(args) => wire::validate(&args),
+        Command::Schema(cmd) => wire::schema(&cmd),
+        Command::Keys(cmd) => wire::keys(&cmd),
+        Command::Envelope(cmd) => wire::envelope(&cmd),
+        Command::Receipts(cmd) => wire::receipts(&cmd),
     }
 }

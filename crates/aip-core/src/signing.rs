@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 use crate::canonical::to_canonical_vec;
 use crate::{Envelope, ErrorCategory, ProtocolError};
 
+/// The Ed25519 key types this module signs and verifies with.
+pub use ed25519_dalek::{SigningKey as Ed25519SigningKey, VerifyingKey as Ed25519VerifyingKey};
+
 /// Multicodec prefix of an Ed25519 public key (`ed25519-pub`, varint 0xed).
 const ED25519_MULTICODEC: [u8; 2] = [0xed, 0x01];
 const DID_KEY_PREFIX: &str = "did:key:z";
@@ -105,6 +108,11 @@ pub fn verifying_key_from_did(did: &str) -> Result<VerifyingKey, SignatureError>
         .map_err(|_| SignatureError::InvalidDid("key must be 32 bytes".into()))?;
     VerifyingKey::from_bytes(&key)
         .map_err(|_| SignatureError::InvalidDid("not a valid Ed25519 point".into()))
+}
+
+/// A signing key from its 32-byte seed.
+pub fn signing_key_from_seed(seed: &[u8; 32]) -> SigningKey {
+    SigningKey::from_bytes(seed)
 }
 
 /// A fresh Ed25519 signing key from the operating system's RNG.

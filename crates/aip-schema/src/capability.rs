@@ -22,7 +22,12 @@ pub struct SchemaBounds {
 impl Default for SchemaBounds {
     /// Depth 32, 10,000 nodes, 256 KiB, 16 violations.
     fn default() -> Self {
-        Self { max_depth: 32, max_nodes: 10_000, max_bytes: 256 << 10, max_violations: 16 }
+        Self {
+            max_depth: 32,
+            max_nodes: 10_000,
+            max_bytes: 256 << 10,
+            max_violations: 16,
+        }
     }
 }
 
@@ -94,8 +99,12 @@ impl CapabilitySchema {
     /// Compiles any schema (e.g. an output schema, 11.7) within `bounds`.
     pub fn compile(schema: &Value, bounds: &SchemaBounds) -> Result<Self, SchemaError> {
         check_bounds(schema, bounds)?;
-        let validator = jsonschema::validator_for(schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
-        Ok(Self { validator, max_violations: bounds.max_violations.max(1) })
+        let validator =
+            jsonschema::validator_for(schema).map_err(|e| SchemaError::Invalid(e.to_string()))?;
+        Ok(Self {
+            validator,
+            max_violations: bounds.max_violations.max(1),
+        })
     }
 
     /// Whether `instance` is valid.
@@ -109,7 +118,10 @@ impl CapabilitySchema {
             .validator
             .iter_errors(instance)
             .take(self.max_violations)
-            .map(|e| SchemaViolation { pointer: e.instance_path().to_string(), message: e.to_string() })
+            .map(|e| SchemaViolation {
+                pointer: e.instance_path().to_string(),
+                message: e.to_string(),
+            })
             .collect();
         if v.is_empty() { Ok(()) } else { Err(v) }
     }
@@ -153,7 +165,8 @@ mod tests {
 
     #[test]
     fn an_object_input_schema_compiles_and_validates_with_pointers() {
-        let s = json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+        let s =
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let c = CapabilitySchema::compile_input(&s, &SchemaBounds::default()).unwrap();
         assert!(c.is_valid(&json!({"n": 1})));
         let e = c.validate(&json!({"n": "x"})).unwrap_err();
@@ -162,20 +175,42 @@ mod tests {
 
     #[test]
     fn oversized_deep_or_non_object_schemas_are_refused() {
-        let b = SchemaBounds { max_depth: 4, max_nodes: 50, max_bytes: 2000, max_violations: 4 };
+        let b = SchemaBounds {
+            max_depth: 4,
+            max_nodes: 50,
+            max_bytes: 2000,
+            max_violations: 4,
+        };
         let deep = json!({"type": "object", "properties": {"a": {"properties": {"b": {"properties": {"c": {}}}}}}});
-        assert_eq!(CapabilitySchema::compile_input(&deep, &b).unwrap_err(), SchemaError::TooDeep(4));
-        let many: serde_json::Map<String, Value> = (0..60).map(|i| (format!("p{i}"), json!({}))).collect();
+        assert_eq!(
+            CapabilitySchema::compile_input(&deep, &b).unwrap_err(),
+            SchemaError::TooDeep(4)
+        );
+        let many: serde_json::Map<String, Value> =
+            (0..60).map(|i| (format!("p{i}"), json!({}))).collect();
         let wide = json!({"type": "object", "properties": many});
-        assert_eq!(CapabilitySchema::compile_input(&wide, &b).unwrap_err(), SchemaError::TooManyNodes(50));
+        assert_eq!(
+            CapabilitySchema::compile_input(&wide, &b).unwrap_err(),
+            SchemaError::TooManyNodes(50)
+        );
         let big = json!({"type": "object", "description": "x".repeat(2500)});
-        assert_eq!(CapabilitySchema::compile_input(&big, &b).unwrap_err(), SchemaError::TooLarge(2000));
-        assert_eq!(CapabilitySchema::compile_input(&json!({"type": "array"}), &b).unwrap_err(), SchemaError::NotAnObjectSchema);
+        assert_eq!(
+            CapabilitySchema::compile_input(&big, &b).unwrap_err(),
+            SchemaError::TooLarge(2000)
+        );
+        assert_eq!(
+            CapabilitySchema::compile_input(&json!({"type": "array"}), &b).unwrap_err(),
+            SchemaError::NotAnObjectSchema
+        );
     }
 
     #[test]
     fn remote_references_are_not_fetched() {
-        let s = json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}});
-        assert!(matches!(CapabilitySchema::compile_input(&s, &SchemaBounds::default()), Err(SchemaError::Invalid(_))));
+        let s =
+            json!({"type": "object", "properties": {"a": {"$ref": "https://example.com/x.json"}}});
+        assert!(matches!(
+            CapabilitySchema::compile_input(&s, &SchemaBounds::default()),
+            Err(SchemaError::Invalid(_))
+        ));
     }
 }

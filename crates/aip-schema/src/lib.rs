@@ -59,7 +59,9 @@ impl SchemaFile {
 
 /// Looks a file up by stem (`action`) or file name (`action.schema.json`).
 pub fn file(stem_or_name: &str) -> Option<&'static SchemaFile> {
-    let stem = stem_or_name.strip_suffix(".schema.json").unwrap_or(stem_or_name);
+    let stem = stem_or_name
+        .strip_suffix(".schema.json")
+        .unwrap_or(stem_or_name);
     FILES.iter().find(|f| f.stem == stem)
 }
 
@@ -82,7 +84,7 @@ fn check_envelope(value: &Value) -> Result<(), DecodeError> {
 }
 
 macro_rules! files {
-    ($($stem:literal => $ty:ident,)*) => {
+    ($($stem:tt => $ty:ident,)*) => {
         /// The 52 schema files of Appendix A, in file-name order.
         pub static FILES: &[SchemaFile] = &[
             $(files!(@one $stem => $ty),)*
@@ -91,7 +93,7 @@ macro_rules! files {
     (@one "envelope" => $ty:ident) => {
         SchemaFile { stem: "envelope", title: stringify!($ty), generate: generate::<$ty>, check: check_envelope }
     };
-    (@one $stem:literal => $ty:ident) => {
+    (@one $stem:tt => $ty:ident) => {
         SchemaFile { stem: $stem, title: stringify!($ty), generate: generate::<$ty>, check: check::<$ty> }
     };
 }
@@ -160,7 +162,13 @@ mod tests {
         assert_eq!(FILES.len(), 52);
         for f in FILES {
             let s = f.schema();
-            assert_eq!(s["$id"], Value::String(format!("https://aip.dev/schemas/aip/{}.schema.json", f.stem)));
+            assert_eq!(
+                s["$id"],
+                Value::String(format!(
+                    "https://aip.dev/schemas/aip/{}.schema.json",
+                    f.stem
+                ))
+            );
             assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
         }
         assert_eq!(file("action.schema.json").map(|f| f.title), Some("Action"));

@@ -14,7 +14,9 @@ pub struct Validators {
 
 impl std::fmt::Debug for Validators {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Validators").field("schemas", &self.by_stem.len()).finish()
+        f.debug_struct("Validators")
+            .field("schemas", &self.by_stem.len())
+            .finish()
     }
 }
 
@@ -42,12 +44,20 @@ impl Validators {
     }
 
     /// Every violation of the generated schema `stem` (at most `max`), with instance pointers.
-    pub fn violations(&self, stem: &str, instance: &Value, max: usize) -> Option<Vec<SchemaViolation>> {
+    pub fn violations(
+        &self,
+        stem: &str,
+        instance: &Value,
+        max: usize,
+    ) -> Option<Vec<SchemaViolation>> {
         let v = self.get(stem)?;
         Some(
             v.iter_errors(instance)
                 .take(max)
-                .map(|e| SchemaViolation { pointer: e.instance_path().to_string(), message: e.to_string() })
+                .map(|e| SchemaViolation {
+                    pointer: e.instance_path().to_string(),
+                    message: e.to_string(),
+                })
                 .collect(),
         )
     }

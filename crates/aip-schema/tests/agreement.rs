@@ -69,7 +69,10 @@ impl Gen<'_> {
             return c.clone();
         }
         if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
-            let non_null: Vec<&Value> = any.iter().filter(|a| a.get("type") != Some(&json!("null"))).collect();
+            let non_null: Vec<&Value> = any
+                .iter()
+                .filter(|a| a.get("type") != Some(&json!("null")))
+                .collect();
             return self.value(name, non_null[choice % non_null.len()], choice, full, depth);
         }
         if let Some(one) = s.get("oneOf").and_then(Value::as_array) {
@@ -77,7 +80,12 @@ impl Gen<'_> {
         }
         let ty = match s.get("type") {
             Some(Value::String(t)) => t.clone(),
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null").unwrap().to_owned(),
+            Some(Value::Array(ts)) => ts
+                .iter()
+                .filter_map(Value::as_str)
+                .find(|t| *t != "null")
+                .unwrap()
+                .to_owned(),
             _ => return self.any(name),
         };
         match ty.as_str() {
@@ -128,7 +136,10 @@ impl Gen<'_> {
                 }
             }
         } else if let Some(ap) = s.get("additionalProperties").filter(|a| a.is_object()) {
-            out.insert("self".into(), self.value("self", ap, choice, full, depth + 1));
+            out.insert(
+                "self".into(),
+                self.value("self", ap, choice, full, depth + 1),
+            );
         }
         Value::Object(out)
     }
@@ -165,18 +176,27 @@ impl Gen<'_> {
 }
 
 fn required(s: &Value) -> Vec<String> {
-    s.get("required").and_then(Value::as_array).map_or_else(Vec::new, |r| {
-        r.iter().filter_map(Value::as_str).map(str::to_owned).collect()
-    })
+    s.get("required")
+        .and_then(Value::as_array)
+        .map_or_else(Vec::new, |r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
 }
 
 /// Sets every member whose schema admits `null` to `null`, recursively (spec 5.4).
 fn nullify(g: &Gen<'_>, s: &Value, v: &mut Value) {
     let s = g.resolve(s);
-    let Some(props) = s.get("properties").and_then(Value::as_object) else { return };
+    let Some(props) = s.get("properties").and_then(Value::as_object) else {
+        return;
+    };
     let Some(obj) = v.as_object_mut() else { return };
     for (k, ps) in props {
-        let Some(member) = obj.get_mut(k) else { continue };
+        let Some(member) = obj.get_mut(k) else {
+            continue;
+        };
         if admits_null(ps) {
             *member = Value::Null;
         } else {
@@ -186,10 +206,22 @@ fn nullify(g: &Gen<'_>, s: &Value, v: &mut Value) {
 }
 
 fn admits_null(ps: &Value) -> bool {
-    let t_null = ps.get("type").and_then(Value::as_array).is_some_and(|t| t.contains(&json!("null")));
-    let any_null =
-        ps.get("anyOf").and_then(Value::as_array).is_some_and(|a| a.iter().any(|x| x.get("type") == Some(&json!("null"))));
-    t_null || any_null || ps.as_object().is_some_and(|o| !o.contains_key("type") && !o.contains_key("$ref") && !o.contains_key("anyOf") && !o.contains_key("oneOf"))
+    let t_null = ps
+        .get("type")
+        .and_then(Value::as_array)
+        .is_some_and(|t| t.contains(&json!("null")));
+    let any_null = ps
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|x| x.get("type") == Some(&json!("null"))));
+    t_null
+        || any_null
+        || ps.as_object().is_some_and(|o| {
+            !o.contains_key("type")
+                && !o.contains_key("$ref")
+                && !o.contains_key("anyOf")
+                && !o.contains_key("oneOf")
+        })
 }
 
 /// Replaces integers with integral floats (`5` → `5.0`): JSON Schema `integer` admits them.
@@ -207,7 +239,11 @@ fn wrong_values(g: &Gen<'_>, ps: &Value) -> Vec<(&'static str, Value)> {
     let s = g.resolve(ps);
     let mut out = Vec::new();
     let base = if let Some(any) = s.get("anyOf").and_then(Value::as_array) {
-        any.iter().find(|a| a.get("type") != Some(&json!("null"))).map(|a| g.resolve(a)).unwrap().clone()
+        any.iter()
+            .find(|a| a.get("type") != Some(&json!("null")))
+            .map(|a| g.resolve(a))
+            .unwrap()
+            .clone()
     } else {
         s.clone()
     };
@@ -217,14 +253,20 @@ fn wrong_values(g: &Gen<'_>, ps: &Value) -> Vec<(&'static str, Value)> {
         Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).find(|t| *t != "null"),
         _ => None,
     };
-    let is_enum = base.get("oneOf").and_then(Value::as_array).is_some_and(|o| o.iter().all(|x| x.get("const").is_some()));
+    let is_enum = base
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .is_some_and(|o| o.iter().all(|x| x.get("const").is_some()));
     let is_union = base.get("oneOf").is_some() && !is_enum;
     if is_enum {
         out.push(("unknown enum value", json!("not_a_registered_value")));
         out.push(("number for enum", json!(7)));
     } else if is_union {
         out.push(("string for tagged union", json!("x")));
-        out.push(("unknown union variant", json!({"type": "nope", "operator": "nope", "nope": "x"})));
+        out.push((
+            "unknown union variant",
+            json!({"type": "nope", "operator": "nope", "nope": "x"}),
+        ));
     } else {
         match ty {
             Some("string") => out.push(("number for string", json!(12))),
@@ -251,13 +293,26 @@ fn instances_of(g: &Gen<'_>, def: &str) -> Vec<Instance> {
     let s = &g.defs[def];
     let mut out = Vec::new();
     let mut push = |label: String, value: Value, expected: bool| {
-        out.push(Instance { def: def.to_owned(), label, value, expected });
+        out.push(Instance {
+            def: def.to_owned(),
+            label,
+            value,
+            expected,
+        });
     };
     let width = g.widest(s, &mut vec![def.to_owned()]).max(4);
     for k in 0..width {
-        push(format!("full, choice {k}"), g.value(def, s, k, true, 0), true);
+        push(
+            format!("full, choice {k}"),
+            g.value(def, s, k, true, 0),
+            true,
+        );
     }
-    push("required members only".into(), g.value(def, s, 0, false, 0), true);
+    push(
+        "required members only".into(),
+        g.value(def, s, 0, false, 0),
+        true,
+    );
     let mut nulls = g.value(def, s, 1, true, 0);
     nullify(g, s, &mut nulls);
     push("optional members null (5.4)".into(), nulls, true);
@@ -266,17 +321,28 @@ fn instances_of(g: &Gen<'_>, def: &str) -> Vec<Instance> {
     push("integers written as integral floats".into(), floats, true);
 
     let base = g.value(def, s, 0, true, 0);
-    push("array instead of object".into(), json!([base.clone()]), false);
+    push(
+        "array instead of object".into(),
+        json!([base.clone()]),
+        false,
+    );
     push("string instead of object".into(), json!("x"), false);
     let mut unknown = base.clone();
-    unknown.as_object_mut().unwrap().insert("zz_unknown_member".into(), json!(1));
+    unknown
+        .as_object_mut()
+        .unwrap()
+        .insert("zz_unknown_member".into(), json!(1));
     push("unknown member (closed object, 5.1)".into(), unknown, false);
     for r in required(s) {
         let mut v = base.clone();
         v.as_object_mut().unwrap().remove(&r);
         push(format!("required `{r}` missing"), v, false);
     }
-    let props = s.get("properties").and_then(Value::as_object).cloned().unwrap_or_default();
+    let props = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
     for (k, ps) in &props {
         for (what, bad) in wrong_values(g, ps) {
             let mut v = base.clone();
@@ -288,12 +354,18 @@ fn instances_of(g: &Gen<'_>, def: &str) -> Vec<Instance> {
     for (k, ps) in &props {
         let target = g.resolve(ps);
         let target = match target.get("anyOf").and_then(Value::as_array) {
-            Some(a) => g.resolve(a.iter().find(|x| x.get("type") != Some(&json!("null"))).unwrap()),
+            Some(a) => g.resolve(
+                a.iter()
+                    .find(|x| x.get("type") != Some(&json!("null")))
+                    .unwrap(),
+            ),
             None => target,
         };
         if target.get("additionalProperties") == Some(&json!(false)) && base[k].is_object() {
             let mut v = base.clone();
-            v[k].as_object_mut().unwrap().insert("zz_nested_unknown".into(), json!(true));
+            v[k].as_object_mut()
+                .unwrap()
+                .insert("zz_nested_unknown".into(), json!(true));
             push(format!("unknown member inside `{k}`"), v, false);
             break;
         }
@@ -315,11 +387,17 @@ impl Normative {
         let mut c = boon::Compiler::new();
         c.add_resource(&url, doc.clone()).unwrap();
         let idx = c.compile(&url, &mut schemas).unwrap();
-        Self { js, boon: (schemas, idx) }
+        Self {
+            js,
+            boon: (schemas, idx),
+        }
     }
 
     fn judge(&self, v: &Value) -> (bool, bool) {
-        (self.js.is_valid(v), self.boon.0.validate(v, self.boon.1).is_ok())
+        (
+            self.js.is_valid(v),
+            self.boon.0.validate(v, self.boon.1).is_ok(),
+        )
     }
 }
 
@@ -379,9 +457,15 @@ fn normative_generated_and_typed_verdicts_agree_on_every_corpus_instance() {
             let (js, bn) = norm_env.judge(&inst.value);
             row.verdicts.insert("normative envelope (jsonschema)", js);
             row.verdicts.insert("normative envelope (boon)", bn);
-            row.verdicts.insert("generated envelope", generated.is_valid("envelope", &inst.value).unwrap());
+            row.verdicts.insert(
+                "generated envelope",
+                generated.is_valid("envelope", &inst.value).unwrap(),
+            );
             let typed = aip_schema::file("envelope").unwrap().decode(&inst.value);
-            row.verdicts.insert("typed decoder (envelope)", typed.map_or_else(|e| !e.is_schema_layer(), |()| true));
+            row.verdicts.insert(
+                "typed decoder (envelope)",
+                typed.map_or_else(|e| !e.is_schema_layer(), |()| true),
+            );
         } else {
             let (mt, stem) = by_def[&inst.def];
             if let Some(mt) = mt {
@@ -389,17 +473,29 @@ fn normative_generated_and_typed_verdicts_agree_on_every_corpus_instance() {
                 let (js, bn) = norm_env.judge(&env);
                 row.verdicts.insert("normative envelope (jsonschema)", js);
                 row.verdicts.insert("normative envelope (boon)", bn);
-                row.verdicts.insert("generated envelope", generated.is_valid("envelope", &env).unwrap());
+                row.verdicts.insert(
+                    "generated envelope",
+                    generated.is_valid("envelope", &env).unwrap(),
+                );
                 let typed = aip_schema::file("envelope").unwrap().decode(&env);
-                row.verdicts.insert("typed decoder (envelope)", typed.map_or_else(|e| !e.is_schema_layer(), |()| true));
+                row.verdicts.insert(
+                    "typed decoder (envelope)",
+                    typed.map_or_else(|e| !e.is_schema_layer(), |()| true),
+                );
             }
             if let Some(stem) = stem {
                 let (js, bn) = norm_files[stem].judge(&inst.value);
                 row.verdicts.insert("normative file (jsonschema)", js);
                 row.verdicts.insert("normative file (boon)", bn);
-                row.verdicts.insert("generated file", generated.is_valid(stem, &inst.value).unwrap());
+                row.verdicts.insert(
+                    "generated file",
+                    generated.is_valid(stem, &inst.value).unwrap(),
+                );
                 let typed = aip_schema::file(stem).unwrap().decode(&inst.value);
-                row.verdicts.insert("typed decoder (file)", typed.map_or_else(|e| !e.is_schema_layer(), |()| true));
+                row.verdicts.insert(
+                    "typed decoder (file)",
+                    typed.map_or_else(|e| !e.is_schema_layer(), |()| true),
+                );
             }
         }
         let counts = per_def.entry(inst.def.clone()).or_default();
@@ -423,9 +519,16 @@ fn normative_generated_and_typed_verdicts_agree_on_every_corpus_instance() {
         disagreements.len()
     );
     for (def, (v, i)) in &per_def {
-        assert!(*v >= 4 && *i >= 4, "{def} has only {v} valid / {i} invalid instances");
+        assert!(
+            *v >= 4 && *i >= 4,
+            "{def} has only {v} valid / {i} invalid instances"
+        );
     }
-    assert_eq!(per_def.len(), 65, "58 message bodies + 6 other file types + the envelope");
+    assert_eq!(
+        per_def.len(),
+        65,
+        "58 message bodies + 6 other file types + the envelope"
+    );
     if !disagreements.is_empty() {
         println!("{:<28} | {:<48} | expected | verdicts", "type", "instance");
         for (inst, row) in disagreements.iter().take(60) {
@@ -443,7 +546,11 @@ fn normative_generated_and_typed_verdicts_agree_on_every_corpus_instance() {
             );
             println!("    {}", inst.value);
         }
-        panic!("{} of {} instances disagree (table above)", disagreements.len(), corpus.len());
+        panic!(
+            "{} of {} instances disagree (table above)",
+            disagreements.len(),
+            corpus.len()
+        );
     }
 }
 

@@ -1,0 +1,355 @@
+//! AIP wire-model commands: `validate`, `schema export`, `keys generate`, `envelope sign|verify`,
+//! `receipts verify`. The logic lives in `aip-core` / `aip-schema`; this module reads files, calls
+//! the libraries and maps outcomes to exit codes (0 ok, 1 invalid, 2 usage or unreadable input).
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use aip_core::receipts::{HashForm, verify_chain_value};
+use aip_core::signing::{self, Ed25519SigningKey};
+use aip_core::{DecodeError, Limits, decode_envelope_value};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+/// Largest file any of these commands reads (the decoder's own limit applies on top).
+const MAX_INPUT: u64 = 16 << 20;
+
+/// `aip validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// What the files hold: `envelope` (default) or a schema-file stem such as `action` or `manifest`.
+    #[arg(long, default_value = "envelope")]
+    kind: String,
+    /// Files to validate; `-` reads stdin.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+/// `aip schema ...`.
+#[derive(Debug, Subcommand)]
+pub enum SchemaCommand {
+    /// Write the 52 generated JSON Schemas (spec Appendix A) into DIR.
+    Export {
+        /// Output directory (created if missing).
+        dir: PathBuf,
+    },
+}
+
+/// `aip keys ...`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Generate an Ed25519 signing key; prints its did:key.
+    Generate {
+        /// Write the key file here (mode 0600); without it the key file JSON goes to stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+/// `aip envelope ...`.
+#[derive(Debug, Subcommand)]
+pub enum EnvelopeCommand {
+    /// Validate and sign an envelope (spec 22.2); prints the signed envelope.
+    Sign {
+        /// Key file from `aip keys generate`.
+        #[arg(long)]
+        key: PathBuf,
+        /// Envelope file; `-` reads stdin.
+        input: PathBuf,
+    },
+    /// Verify an envelope's signature; prints the signer's did:key.
+    Verify {
+        /// Envelope file; `-` reads stdin.
+        input: PathBuf,
+    },
+}
+
+/// `aip receipts ...`.
+#[derive(Debug, Subcommand)]
+pub enum ReceiptsCommand {
+    /// Verify a receipt chain (spec 18.2); prints `ok` and the root hash, or the first broken link.
+    Verify {
+        /// A `ReceiptChain` JSON object, or an envelope carrying `receipt_chain`; `-` reads stdin.
+        file: PathBuf,
+        /// Also accept receipts hashed with `"hash": null` instead of omitting `hash`.
+        #[arg(long)]
+        accept_null_hash_form: bool,
+    },
+}
+
+/// Runs `aip validate`.
+pub fn validate(args: &ValidateArgs) -> ExitCode {
+    let Some(file) = aip_schema::file(&args.kind) else {
+        eprintln!(
+            "error: unknown --kind `{}` (use `envelope` or a schema-file stem)",
+            args.kind
+        );
+        return ExitCode::from(2);
+    };
+    let limits = Limits::default();
+    let mut worst = 0u8;
+    for path in &args.files {
+        let name = path.display();
+        let bytes = match read_input(path) {
+            Ok(b) => b,
+            Err(e) => {
+                eprintln!("{name}: error: {e}");
+                worst = 2;
+                continue;
+            }
+        };
+        let outcome = if file.stem == "envelope" {
+            decode_envelope_value(&bytes, &limits).map(drop)
+        } else {
+            limits.prescan(&bytes).and_then(|()| {
+                let v: Value =
+                    serde_json::from_slice(&bytes).map_err(|e| DecodeError::MalformedJson {
+                        message: e.to_string(),
+                    })?;
+                file.decode(&v)
+            })
+        };
+        match outcome {
+            Ok(()) => println!("{name}: valid"),
+            Err(e) => {
+                worst = worst.max(1);
+                print_error(&name.to_string(), &e);
+            }
+        }
+    }
+    ExitCode::from(worst)
+}
+
+fn print_error(name: &str, e: &DecodeError) {
+    let violations = e.violations();
+    if violations.is_empty() {
+        println!(
+            "{name}: invalid: {} ({}) at `{}`: {e}",
+            e.code(),
+            e.category(),
+            e.pointer()
+        );
+        return;
+    }
+    for v in violations {
+        println!(
+            "{name}: invalid: {} ({}) at `{}`: {} (spec {})",
+            v.rule.code(),
+            e.category(),
+            v.pointer,
+            v.message,
+            v.rule.section()
+        );
+    }
+}
+
+/// Runs `aip schema ...`.
+pub fn schema(cmd: &SchemaCommand) -> ExitCode {
+    let SchemaCommand::Export { dir } = cmd;
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("error: cannot create {}: {e}", dir.display());
+        return ExitCode::from(2);
+    }
+    for (name, schema) in aip_schema::generate_all() {
+        let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+        text.push('\n');
+        if let Err(e) = std::fs::write(dir.join(&name), text) {
+            eprintln!("error: cannot write {name}: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    println!(
+        "wrote {} schemas to {}",
+        aip_schema::FILES.len(),
+        dir.display()
+    );
+    ExitCode::SUCCESS
+}
+
+/// Runs `aip keys ...`.
+pub fn keys(cmd: &KeysCommand) -> ExitCode {
+    let KeysCommand::Generate { out } = cmd;
+    let key = signing::generate_signing_key();
+    let did = signing::did_key(&key.verifying_key());
+    let file = json!({
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "d": URL_SAFE_NO_PAD.encode(key.to_bytes()),
+        "x": URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes()),
+        "did": did,
+    });
+    let text = format!("{file:#}\n");
+    match out {
+        Some(path) => {
+            if let Err(e) = write_secret(path, text.as_bytes()) {
+                eprintln!("error: cannot write {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+            println!("{did}");
+        }
+        None => {
+            println!("{did}");
+            print!("{text}");
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs `aip envelope ...`.
+pub fn envelope(cmd: &EnvelopeCommand) -> ExitCode {
+    match cmd {
+        EnvelopeCommand::Sign { key, input } => sign(key, input),
+        EnvelopeCommand::Verify { input } => verify(input),
+    }
+}
+
+fn sign(key_path: &Path, input: &Path) -> ExitCode {
+    let key = match read_key(key_path) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("error: {}: {e}", key_path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let bytes = match read_input(input) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {}: {e}", input.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut value = match decode_envelope_value(&bytes, &Limits::default()) {
+        Ok((_, v)) => v,
+        Err(e) => {
+            print_error(&input.display().to_string(), &e);
+            return ExitCode::from(1);
+        }
+    };
+    if let Err(e) = signing::sign_value(&mut value, &key) {
+        println!("{}: {} ({})", e.code(), e, e.pointer());
+        return ExitCode::from(1);
+    }
+    println!("{value}");
+    ExitCode::SUCCESS
+}
+
+fn verify(input: &Path) -> ExitCode {
+    let bytes = match read_input(input) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {}: {e}", input.display());
+            return ExitCode::from(2);
+        }
+    };
+    let value = match decode_envelope_value(&bytes, &Limits::default()) {
+        Ok((_, v)) => v,
+        Err(e) => {
+            print_error(&input.display().to_string(), &e);
+            return ExitCode::from(1);
+        }
+    };
+    match signing::verify_value(&value) {
+        Ok(signer) => {
+            println!("{}", signer.did);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("invalid: {} (auth) at `{}`: {e}", e.code(), e.pointer());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs `aip receipts ...`.
+pub fn receipts(cmd: &ReceiptsCommand) -> ExitCode {
+    let ReceiptsCommand::Verify {
+        file,
+        accept_null_hash_form,
+    } = cmd;
+    let bytes = match read_input(file) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = Limits::default().prescan(&bytes) {
+        println!("invalid: {} at `{}`: {e}", e.code(), e.pointer());
+        return ExitCode::from(1);
+    }
+    let value: Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            println!("invalid: aip.envelope.malformed_json: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let chain = value.pointer("/body/receipt_chain").unwrap_or(&value);
+    let form = if *accept_null_hash_form {
+        HashForm::AcceptNull
+    } else {
+        HashForm::Omit
+    };
+    match verify_chain_value(chain, form) {
+        Ok(v) => {
+            println!("ok {}", v.root_hash);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            println!("broken: {} {e}", e.code());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn read_input(path: &Path) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin()
+            .lock()
+            .take(MAX_INPUT + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
+    } else {
+        let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        f.take(MAX_INPUT + 1)
+            .read_to_end(&mut buf)
+            .map_err(|e| e.to_string())?;
+    }
+    if buf.len() as u64 > MAX_INPUT {
+        return Err(format!("input exceeds {MAX_INPUT} bytes"));
+    }
+    Ok(buf)
+}
+
+fn read_key(path: &Path) -> Result<Ed25519SigningKey, String> {
+    let bytes = read_input(path)?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("not a key file: {e}"))?;
+    let d = v
+        .get("d")
+        .and_then(Value::as_str)
+        .ok_or("key file has no `d` (seed)")?;
+    let seed = URL_SAFE_NO_PAD
+        .decode(d)
+        .map_err(|e| format!("bad seed encoding: {e}"))?;
+    let seed: [u8; 32] = seed
+        .try_into()
+        .map_err(|_| "seed must be 32 bytes".to_owned())?;
+    Ok(signing::signing_key_from_seed(&seed))
+}
+
+fn write_secret(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts.open(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
+}
