@@ -96,6 +96,46 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule.
+    pub const ALL: &[Rule] = &[
+        Rule::Timestamp,
+        Rule::EmptyIdentifier,
+        Rule::TypeMismatch,
+        Rule::EmptyMessageId,
+        Rule::EmptyIdempotencyKey,
+        Rule::ManifestVersion,
+        Rule::EmptyProfiles,
+        Rule::DuplicateCapabilityId,
+        Rule::InputSchemaNotObject,
+        Rule::NoSideEffects,
+        Rule::NoExecutionMode,
+        Rule::CompensationWithoutCapability,
+        Rule::NoTransactionModes,
+        Rule::NonPositiveDuration,
+        Rule::NullInput,
+        Rule::ZeroTimeout,
+        Rule::StreamSequence,
+        Rule::OutOfScope,
+        Rule::FailedWithoutError,
+        Rule::CommitWithoutPlan,
+        Rule::CompensateWithoutTarget,
+        Rule::TransactionIdMismatch,
+        Rule::PlanMismatch,
+        Rule::FailedTransactionWithoutError,
+        Rule::DelegationToSelf,
+        Rule::EmptyScope,
+        Rule::DelegationChainTooLong,
+        Rule::DelegationLoop,
+        Rule::TerminalWithoutOutcome,
+        Rule::ListLimit,
+        Rule::TooManyRecords,
+        Rule::WaitTooLong,
+        Rule::MissingRootHash,
+        Rule::EmptyErrorCode,
+        Rule::EmptyPurpose,
+        Rule::PartWithoutContent,
+    ];
+
     /// The stable wire code reported in `ProtocolError.code`.
     pub fn code(self) -> &'static str {
         match self {
