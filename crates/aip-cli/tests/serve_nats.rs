@@ -225,3 +225,71 @@ async fn two_nodes_in_one_queue_group_share_the_requests() {
         "one node served everything: {on_a} / {on_b}"
     );
 }
+
+fn signed(mut env: Value, key: &ed25519_dalek::SigningKey) -> Value {
+    env["security"] = json!({ "did": aip_core::signing::did_key(&key.verifying_key()) });
+    env["sent_at"] = serde_json::to_value(aip_core::Timestamp::now()).unwrap();
+    aip_core::signing::sign_value(&mut env, key).unwrap();
+    env
+}
+
+#[tokio::test]
+async fn without_a_bound_principal_only_envelopes_signed_by_a_trusted_signer_are_served_once() {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}", id(""));
+    let key = aip_core::signing::generate_signing_key();
+    let did = aip_core::signing::did_key(&key.verifying_key());
+    let token = token_file(dir.path(), "svc.token", &id("tok"));
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\n\n\
+             [[principals]]\nid = \"svc:signer\"\nscopes = [\"invoke:cap:demo:echo\"]\ntoken_file = \"{}\"\n\n\
+             [[security.trusted_signers]]\ndid = \"{did}\"\nprincipal = \"svc:signer\"\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = async_nats::connect(&url).await.unwrap();
+    let subject = format!("aip.v1.{domain}.aip.v1.aip_core_v1_action");
+    let action = || {
+        envelope(
+            "aip.core.v1.action",
+            json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "signed": true } } }),
+        )
+    };
+    let code = |reply: &Value| reply["envelope"]["body"]["error"]["error"]["code"].clone();
+
+    let (_, reply) = request(&client, subject.clone(), &action(), true).await;
+    assert_eq!(code(&reply), "aip.security.signature_invalid", "{reply}");
+
+    let good = signed(action(), &key);
+    let (_, reply) = request(&client, subject.clone(), &good, true).await;
+    assert_eq!(
+        reply["envelope"]["body"]["action_result"]["output"],
+        json!({ "signed": true }),
+        "{reply}"
+    );
+    let action_id = good["body"]["action"]["id"].as_str().unwrap();
+    let (status, view) = server
+        .admin()
+        .get(&format!("/aip/v1/actions/{action_id}"))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["state"], "completed");
+
+    let (_, reply) = request(&client, subject.clone(), &good, true).await;
+    assert_eq!(code(&reply), "aip.security.replay", "{reply}");
+
+    let stranger = aip_core::signing::generate_signing_key();
+    let (_, reply) = request(&client, subject, &signed(action(), &stranger), false).await;
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"], "aip.security.signature_invalid",
+        "{reply}"
+    );
+}
