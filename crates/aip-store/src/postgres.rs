@@ -127,7 +127,7 @@ impl PostgresStore {
     }
 
     /// Runs `f` in its own transaction; commits when it returns `Ok`, rolls back otherwise. With
-    /// `notify`, the commit also wakes waiters on every node (NOTIFY is delivered at commit).
+    /// `notify`, waiters on every node are woken after the commit.
     async fn write<R, F>(&self, notify: bool, f: F) -> StoreResult<R>
     where
         R: Send + 'static,
@@ -138,16 +138,21 @@ impl PostgresStore {
         let mut tx = self.writer.begin().await?;
         match f(&mut tx).await {
             Ok(r) => {
-                if notify {
-                    sqlx::query("SELECT pg_notify('aip_changes', '')")
-                        .execute(&mut *tx)
-                        .await?;
-                }
+                // No NOTIFY inside the write: PostgreSQL serializes the commits of notifying
+                // transactions, which would cap concurrent admissions at one commit (and one WAL
+                // flush) at a time. The sequencer notifies once per batch instead.
                 tx.commit().await?;
                 if notify {
                     // Make this write's events listable before answering (read your writes). Should
                     // it fail, the listener's periodic sweep sequences them.
-                    let _ = sequence_events(&self.writer).await;
+                    let sequenced = sequence_events(&self.writer).await.unwrap_or(0);
+                    if sequenced == 0 {
+                        // Nothing positioned by this call (a chunk, or events another call already
+                        // positioned): wake other nodes with a standalone NOTIFY.
+                        let _ = sqlx::query("SELECT pg_notify('aip_changes', '')")
+                            .execute(&self.writer)
+                            .await;
+                    }
                     self.changes.send_modify(|v| *v = v.wrapping_add(1));
                 }
                 Ok(r)
