@@ -1,4 +1,5 @@
-//! Built-in demo capabilities: `cap:demo:echo`, `cap:demo:sleep`, `cap:demo:book` (issue 4).
+//! Built-in demo capabilities: `cap:demo:echo`, `cap:demo:sleep`, `cap:demo:book` (issue 4) and the
+//! streaming `cap:demo:count` (issue 5, in [`crate::stream`]).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -273,11 +274,15 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn Acti
             "data": { "sensitivity": "confidential", "contains_pii": true, "redaction_required": false }
         },
     });
-    let handlers: [(Value, Arc<dyn ActionHandler>); 4] = [
+    let handlers: [(Value, Arc<dyn ActionHandler>); 5] = [
         (echo, Arc::new(EchoHandler)),
         (sleep, Arc::new(SleepHandler)),
         (book, Arc::new(BookHandler::new(Arc::clone(&store)))),
         (bookings, Arc::new(BookingsHandler { store })),
+        (
+            crate::stream::count_capability(),
+            Arc::new(crate::stream::CountHandler),
+        ),
     ];
     handlers
         .into_iter()

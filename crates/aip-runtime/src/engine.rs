@@ -405,7 +405,7 @@ impl Runtime {
             ActionMode::Async => Mode::Async,
             ActionMode::Streaming => Mode::Streaming,
         };
-        if mode == Mode::Streaming || !cap.supports_mode(mode) {
+        if !cap.supports_mode(mode) {
             return Err(RuntimeError::UnsupportedMode(mode_str(mode)));
         }
         let timeout_ms = match action.timeout_ms {
@@ -476,7 +476,9 @@ impl Runtime {
             now,
         );
         chain.push(ReceiptType::PolicyDecision, &self.config.agent, json!({ "decision": "allow", "basis": "configured scopes", "principal": caller.id, "tenant": caller.tenant }), now);
-        let initial = if mode == Mode::Async {
+        // Streaming work is queued like async work (spec 11.6): a leased worker runs it, so it survives
+        // restarts and its chunks are fenced.
+        let initial = if mode != Mode::Sync {
             ActionState::Queued
         } else {
             ActionState::Running
@@ -490,7 +492,7 @@ impl Runtime {
             now,
         )];
         events.push(self.event(
-            if mode == Mode::Async {
+            if mode != Mode::Sync {
                 "aip.action.queued"
             } else {
                 "aip.action.started"
@@ -529,7 +531,7 @@ impl Runtime {
             idempotency,
             receipts: chain.take(),
             events,
-            job: (mode == Mode::Async).then(|| NewJob {
+            job: (mode != Mode::Sync).then(|| NewJob {
                 job_id: format!("job_{action_id}"),
                 queue: ACTION_QUEUE.into(),
                 action_id: Some(action_id.clone()),
@@ -558,7 +560,7 @@ impl Runtime {
         };
         metrics::counter!("aip_actions_admitted_total", "mode" => mode_str(mode)).increment(1);
         // Step 10: dispatch or queue.
-        if mode == Mode::Async {
+        if mode != Mode::Sync {
             self.work_ready.notify_one();
             let ack = Ack {
                 action_id: action.id.clone(),
@@ -622,7 +624,14 @@ impl Runtime {
         mut chain: crate::receipts::ChainWriter,
     ) -> Result<ActionResult, RuntimeError> {
         let token = CancellationToken::new();
-        let ctx = self.trusted_context(record, token.clone());
+        let mut ctx = self.trusted_context(record, token.clone());
+        if ctx.mode == Mode::Streaming {
+            ctx.chunks = crate::stream::ChunkSink::streaming(
+                Arc::clone(&self.store),
+                &record.action_id,
+                fence.cloned(),
+            );
+        }
         let input = record
             .request
             .pointer("/action/input")
@@ -645,6 +654,7 @@ impl Runtime {
             }
         };
         self.lock_running().remove(&record.action_id);
+        ctx.chunks.finish(&outcome).await;
         let settled = settle(cap, &record.action_id, outcome);
         let now = now_ms();
         chain.push(
@@ -702,10 +712,10 @@ impl Runtime {
         TrustedContext {
             action_id: record.action_id.clone(),
             capability_id: record.capability.clone(),
-            mode: if record.mode == "async" {
-                Mode::Async
-            } else {
-                Mode::Sync
+            mode: match record.mode.as_str() {
+                "async" => Mode::Async,
+                "streaming" => Mode::Streaming,
+                _ => Mode::Sync,
             },
             principal_id: record.principal.clone(),
             principal_kind: str_at("/caller/kind").unwrap_or_else(|| "service".into()),
@@ -722,6 +732,7 @@ impl Runtime {
             deadline_unix_ms: u64::try_from(deadline_ms).unwrap_or(0),
             deadline: Instant::now() + Duration::from_millis(remaining),
             cancellation,
+            chunks: crate::stream::ChunkSink::default(),
         }
     }
 

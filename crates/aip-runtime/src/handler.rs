@@ -68,6 +68,9 @@ pub struct TrustedContext {
     /// Signalled when cancellation of this action is requested (spec 11.8).
     #[serde(skip)]
     pub cancellation: CancellationToken,
+    /// Where a streaming action emits its chunks (spec 11.6); inert in other modes.
+    #[serde(skip)]
+    pub chunks: crate::stream::ChunkSink,
 }
 
 impl TrustedContext {

@@ -14,6 +14,7 @@ pub mod read;
 pub mod receipts;
 pub mod registry;
 pub mod session;
+pub mod stream;
 
 pub use caller::Caller;
 pub use engine::{Endpoint, Reply, Runtime, RuntimeConfig, SignaturePolicy};
@@ -22,3 +23,4 @@ pub use handler::{
     ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
 };
 pub use registry::Registry;
+pub use stream::{ActionFollower, ChunkSink, StreamItem};

@@ -45,7 +45,7 @@ impl AdmittedCapability {
                 Mode::Async => c.execution.supports_async,
                 Mode::Streaming => c.execution.supports_streaming,
             },
-            None => mode != Mode::Streaming && self.handler.support().modes.contains(&mode),
+            None => self.handler.support().modes.contains(&mode),
         }
     }
 
@@ -287,11 +287,6 @@ fn check_contract(
                 "contract declares {mode:?} mode, the handler does not implement it"
             )));
         }
-    }
-    if e.supports_streaming {
-        return Err(mismatch(
-            "streaming execution is not provided by this runtime yet",
-        ));
     }
     if e.supports_cancel && !support.cancellable {
         return Err(mismatch(

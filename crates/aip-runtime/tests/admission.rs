@@ -53,6 +53,7 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
         [
             "cap:demo:book",
             "cap:demo:bookings",
+            "cap:demo:count",
             "cap:demo:echo",
             "cap:demo:sleep"
         ]

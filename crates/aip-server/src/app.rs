@@ -113,6 +113,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         ready: Arc::new(StoreReady(store)),
         metrics: metrics_handle(),
         runtime: Arc::clone(&runtime),
+        streaming: crate::sse::StreamLimits {
+            heartbeat: std::time::Duration::from_millis(limits.stream_heartbeat_ms),
+            send_timeout: std::time::Duration::from_millis(limits.stream_send_timeout_ms),
+            buffer_events: limits.stream_buffer_events,
+        },
     };
     let router = router(state, crate::routes::aip_routes(), limits.max_body_bytes);
     Ok(Server {

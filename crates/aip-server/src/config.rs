@@ -112,6 +112,15 @@ pub struct Limits {
     /// Lease length of a claimed async action in milliseconds.
     #[serde(default = "default_lease_ms")]
     pub lease_ms: u64,
+    /// Idle time after which an SSE/WebSocket stream gets a `heartbeat` event (100..=60000 ms).
+    #[serde(default = "default_stream_heartbeat_ms")]
+    pub stream_heartbeat_ms: u64,
+    /// A stream consumer whose buffer stays full this long is disconnected (ms).
+    #[serde(default = "default_stream_send_timeout_ms")]
+    pub stream_send_timeout_ms: u64,
+    /// Events buffered per stream connection (1..=4096).
+    #[serde(default = "default_stream_buffer_events")]
+    pub stream_buffer_events: usize,
 }
 
 /// The built-in admin principal, whose token lives in `<data_dir>/admin.token`.
@@ -257,6 +266,14 @@ impl Config {
                 "limits.max_wait_ms must be at most 30000 (spec 16.4)".into(),
             ));
         }
+        if !(100..=60_000).contains(&l.stream_heartbeat_ms)
+            || !(100..=600_000).contains(&l.stream_send_timeout_ms)
+            || !(1..=4096).contains(&l.stream_buffer_events)
+        {
+            return Err(ConfigError::Invalid(
+                "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096".into(),
+            ));
+        }
         if l.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "limits.max_body_bytes must be at least 1024".into(),
@@ -341,6 +358,9 @@ impl Default for Limits {
             max_action_timeout_ms: default_max_action_timeout_ms(),
             async_workers: default_workers(),
             lease_ms: default_lease_ms(),
+            stream_heartbeat_ms: default_stream_heartbeat_ms(),
+            stream_send_timeout_ms: default_stream_send_timeout_ms(),
+            stream_buffer_events: default_stream_buffer_events(),
         }
     }
 }
@@ -380,6 +400,18 @@ fn default_agent_id() -> String {
 fn default_agent_name() -> String {
     "aip local runtime".into()
 }
+fn default_stream_heartbeat_ms() -> u64 {
+    15_000
+}
+
+fn default_stream_send_timeout_ms() -> u64 {
+    30_000
+}
+
+fn default_stream_buffer_events() -> usize {
+    64
+}
+
 fn default_max_body_bytes() -> usize {
     1024 * 1024
 }

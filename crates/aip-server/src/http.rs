@@ -31,6 +31,8 @@ pub struct AppState {
     pub metrics: PrometheusHandle,
     /// The runtime every route converges on.
     pub runtime: Arc<aip_runtime::Runtime>,
+    /// Per-connection bounds of SSE and WebSocket streams.
+    pub streaming: crate::sse::StreamLimits,
 }
 
 /// Reports whether durable storage answers; `/ready` uses it.

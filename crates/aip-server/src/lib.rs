@@ -10,3 +10,4 @@ pub mod error;
 pub mod http;
 pub mod nats;
 pub mod routes;
+pub mod sse;

@@ -104,7 +104,11 @@ async fn envelope_endpoint(
             .into_envelope_response();
         }
     };
-    envelope_response(runtime(state).handle(caller, &body, endpoint).await)
+    let reply = runtime(state).handle(caller, &body, endpoint).await;
+    if crate::sse::wants_sse(headers) {
+        return crate::sse::submitted(runtime(state), caller, reply, state.streaming);
+    }
+    envelope_response(reply)
 }
 
 fn envelope_response(reply: Reply) -> Response {
@@ -216,8 +220,18 @@ async fn action_events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
+    headers: HeaderMap,
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> Response {
+    if crate::sse::wants_sse(&headers) {
+        return crate::sse::action_stream(
+            runtime(&state),
+            &caller,
+            action_id,
+            &headers,
+            state.streaming,
+        );
+    }
     let Query(p) = match params {
         Ok(p) => p,
         Err(r) => return bad_query(&r),
@@ -232,8 +246,12 @@ async fn action_events(
 async fn events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     params: Result<Query<PageParams>, QueryRejection>,
 ) -> Response {
+    if crate::sse::wants_sse(&headers) {
+        return crate::sse::event_feed(runtime(&state), &caller, &headers, state.streaming);
+    }
     let Query(p) = match params {
         Ok(p) => p,
         Err(r) => return bad_query(&r),

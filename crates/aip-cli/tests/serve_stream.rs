@@ -1,0 +1,420 @@
+//! Streaming actions over SSE against the real `aip serve` binary (issue 5): ordered persisted chunks,
+//! Last-Event-ID resume (also after a restart), cursor scoping, cancellation, slow consumers.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{Client, Server, envelope, id};
+
+/// One parsed SSE event.
+#[derive(Debug, Clone)]
+struct SseEvent {
+    name: String,
+    id: String,
+    data: Value,
+}
+
+/// A minimal SSE reader over a streaming response.
+struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut name, mut event_id, mut data) =
+                    (String::new(), String::new(), String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        event_id = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if name.is_empty() && data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return Some(SseEvent {
+                    name,
+                    id: event_id,
+                    data: serde_json::from_str(&data).unwrap(),
+                });
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
+                .await
+                .expect("stream stalled")
+                .ok()??;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Events until the stream ends.
+    async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            events.push(event);
+        }
+        events
+    }
+}
+
+async fn submit_streaming(client: &Client, action_id: &str, input: Value) -> SseReader {
+    let body = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming", "input": input } }),
+    );
+    let response = client
+        .http
+        .post(format!("http://{}/aip/v1/actions", client.base))
+        .bearer_auth(client.token.clone().unwrap())
+        .header("content-type", "application/aip+json")
+        .header("accept", "text/event-stream")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    SseReader {
+        response,
+        buffer: String::new(),
+    }
+}
+
+async fn follow(client: &Client, action_id: &str, last_event_id: Option<&str>) -> SseReader {
+    let mut request = client
+        .http
+        .get(format!(
+            "http://{}/aip/v1/actions/{action_id}/events",
+            client.base
+        ))
+        .bearer_auth(client.token.clone().unwrap())
+        .header("accept", "text/event-stream");
+    if let Some(last) = last_event_id {
+        request = request.header("last-event-id", last);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    SseReader {
+        response,
+        buffer: String::new(),
+    }
+}
+
+fn sequences(events: &[SseEvent]) -> Vec<u64> {
+    events
+        .iter()
+        .filter(|e| e.name == "chunk" || e.name == "done")
+        .map(|e| e.data["body"]["stream_chunk"]["sequence"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_thousand_chunk_stream_arrives_in_order_with_ids_then_done_and_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let action_id = id("act_");
+    let mut reader = submit_streaming(&admin, &action_id, json!({ "n": 1000 })).await;
+    let events = reader.rest().await;
+    assert_eq!(events[0].name, "ack");
+    assert_eq!(events[0].id, format!("{action_id}:0"));
+    let seqs = sequences(&events);
+    // 1000 data chunks, a progress chunk every tenth, then done.
+    assert_eq!(seqs, (1..=1101).collect::<Vec<u64>>());
+    let data: Vec<u64> = events
+        .iter()
+        .filter(|e| e.data["body"]["stream_chunk"]["kind"] == "data")
+        .map(|e| {
+            e.data["body"]["stream_chunk"]["data"]["i"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(data, (1..=1000).collect::<Vec<u64>>());
+    for event in &events[1..events.len() - 1] {
+        assert_eq!(
+            event.id,
+            format!(
+                "{action_id}:{}",
+                event.data["body"]["stream_chunk"]["sequence"]
+            )
+        );
+    }
+    let done = &events[events.len() - 2];
+    assert_eq!(done.name, "done");
+    let last = events.last().unwrap();
+    assert_eq!(last.name, "result");
+    assert_eq!(last.id, format!("{action_id}:end"));
+    assert_eq!(last.data["body"]["action_result"]["status"], "completed");
+    assert_eq!(last.data["body"]["action_result"]["output"]["count"], 1000);
+    // The chunks are durable: the read model serves them too.
+    let view = admin.wait_terminal(&action_id).await;
+    assert_eq!(view["state"], "completed");
+}
+
+#[tokio::test]
+async fn a_client_that_disconnects_resumes_with_last_event_id_and_gets_exactly_the_missing_chunks()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let action_id = id("act_");
+    let mut reader =
+        submit_streaming(&admin, &action_id, json!({ "n": 150, "interval_ms": 5 })).await;
+    let mut seen = Vec::new();
+    while let Some(event) = reader.next().await {
+        seen.push(event.clone());
+        if event.id == format!("{action_id}:40") {
+            break;
+        }
+    }
+    drop(reader);
+    let last_id = seen.last().unwrap().id.clone();
+    let mut resumed = follow(&admin, &action_id, Some(&last_id)).await;
+    let rest = resumed.rest().await;
+    let mut all = sequences(&seen);
+    all.extend(sequences(&rest));
+    // No gap, no duplicate: 150 data + 15 progress + done.
+    assert_eq!(all, (1..=166).collect::<Vec<u64>>());
+    assert_eq!(rest.last().unwrap().name, "result");
+    // Followed from the start by another connection: the whole stream again.
+    let everything = follow(&admin, &action_id, None).await.rest().await;
+    assert_eq!(sequences(&everything), (1..=166).collect::<Vec<u64>>());
+}
+
+#[tokio::test]
+async fn a_stream_resumes_from_the_store_after_a_server_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut server = Server::start(&data, None, &[]);
+    let action_id = id("act_");
+    let events = submit_streaming(&server.admin(), &action_id, json!({ "n": 30 }))
+        .await
+        .rest()
+        .await;
+    assert_eq!(events.last().unwrap().name, "result");
+    server.kill();
+    let server = Server::start(&data, None, &[]);
+    let rest = follow(
+        &server.admin(),
+        &action_id,
+        Some(&format!("{action_id}:12")),
+    )
+    .await
+    .rest()
+    .await;
+    assert_eq!(sequences(&rest), (13..=34).collect::<Vec<u64>>());
+    assert_eq!(rest.last().unwrap().name, "result");
+    // After the result, a reconnect gets only the terminal result again.
+    let again = follow(
+        &server.admin(),
+        &action_id,
+        Some(&format!("{action_id}:end")),
+    )
+    .await
+    .rest()
+    .await;
+    assert_eq!(again.len(), 1);
+    assert_eq!(again[0].name, "result");
+}
+
+#[tokio::test]
+async fn a_foreign_or_malformed_cursor_is_a_terminal_typed_error_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let action_id = id("act_");
+    submit_streaming(&admin, &action_id, json!({ "n": 3 }))
+        .await
+        .rest()
+        .await;
+    for cursor in ["act_other:2", "garbage", &format!("{action_id}:999")] {
+        let events = follow(&admin, &action_id, Some(cursor)).await.rest().await;
+        assert_eq!(events.len(), 1, "{cursor}");
+        assert_eq!(events[0].name, "error");
+        assert_eq!(
+            events[0].data["body"]["error"]["error"]["code"],
+            "aip.read.invalid_cursor"
+        );
+    }
+    let events = server_events_with_cursor(&admin, "not-a-cursor").await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].name, "error");
+    assert_eq!(
+        events[0].data["body"]["error"]["error"]["code"],
+        "aip.read.invalid_cursor"
+    );
+}
+
+async fn server_events_with_cursor(client: &Client, cursor: &str) -> Vec<SseEvent> {
+    let response = client
+        .http
+        .get(format!("http://{}/aip/v1/events", client.base))
+        .bearer_auth(client.token.clone().unwrap())
+        .header("accept", "text/event-stream")
+        .header("last-event-id", cursor)
+        .send()
+        .await
+        .unwrap();
+    SseReader {
+        response,
+        buffer: String::new(),
+    }
+    .rest()
+    .await
+}
+
+#[tokio::test]
+async fn the_global_event_stream_carries_every_event_with_a_resumable_id_and_heartbeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &dir.path().join("data"),
+        None,
+        &[("AIP_LIMITS__STREAM_HEARTBEAT_MS", "300")],
+    );
+    let admin = server.admin();
+    let action_id = id("act_");
+    submit_streaming(&admin, &action_id, json!({ "n": 2 }))
+        .await
+        .rest()
+        .await;
+    let response = admin
+        .http
+        .get(format!("http://{}/aip/v1/events", admin.base))
+        .bearer_auth(admin.token.clone().unwrap())
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut reader = SseReader {
+        response,
+        buffer: String::new(),
+    };
+    let mut kinds = Vec::new();
+    let mut ids = Vec::new();
+    loop {
+        let event = reader.next().await.unwrap();
+        assert!(!event.id.is_empty());
+        if event.name == "heartbeat" {
+            break;
+        }
+        assert_eq!(event.name, "message");
+        ids.push(event.id.clone());
+        kinds.push(
+            event.data["body"]["event_stream"]["events"][0]["type"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+    }
+    assert!(kinds.len() >= 3, "{kinds:?}");
+    // Resuming after the first event replays exactly the others.
+    let response = admin
+        .http
+        .get(format!("http://{}/aip/v1/events", admin.base))
+        .bearer_auth(admin.token.clone().unwrap())
+        .header("accept", "text/event-stream")
+        .header("last-event-id", &ids[0])
+        .send()
+        .await
+        .unwrap();
+    let mut resumed = SseReader {
+        response,
+        buffer: String::new(),
+    };
+    let mut again = Vec::new();
+    loop {
+        let event = resumed.next().await.unwrap();
+        if event.name == "heartbeat" {
+            break;
+        }
+        again.push(event.id);
+    }
+    assert_eq!(again, ids[1..].to_vec());
+}
+
+#[tokio::test]
+async fn cancelling_a_streaming_action_from_another_connection_ends_the_stream_with_error_chunk_and_cancelled_result()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let action_id = id("act_");
+    let mut reader =
+        submit_streaming(&admin, &action_id, json!({ "n": 10000, "interval_ms": 10 })).await;
+    let mut events = Vec::new();
+    while let Some(event) = reader.next().await {
+        let is_fifth = event.id == format!("{action_id}:5");
+        events.push(event);
+        if is_fifth {
+            let other = server.admin();
+            let (status, _) = other
+                .post(&format!("/aip/v1/actions/{action_id}/cancel"), &json!({}))
+                .await;
+            assert_eq!(status, 202);
+        }
+    }
+    let last = events.last().unwrap();
+    assert_eq!(last.name, "result");
+    assert_eq!(last.data["body"]["action_result"]["status"], "cancelled");
+    let closing = &events[events.len() - 2];
+    assert_eq!(closing.data["body"]["stream_chunk"]["kind"], "error");
+    assert_eq!(
+        closing.data["body"]["stream_chunk"]["data"]["code"],
+        "aip.action.cancelled"
+    );
+    let seqs = sequences(&events);
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<u64>>());
+    assert!(seqs.len() < 1000);
+}
+
+#[tokio::test]
+async fn a_stalled_consumer_is_disconnected_and_the_action_still_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("AIP_LIMITS__STREAM_BUFFER_EVENTS", "4"),
+        ("AIP_LIMITS__STREAM_SEND_TIMEOUT_MS", "300"),
+    ];
+    let server = Server::start(&dir.path().join("data"), None, &env);
+    let admin = server.admin();
+    let action_id = id("act_");
+    // ~13 MB of chunks: far more than the socket buffers and the 4-event connection buffer hold.
+    let mut reader = submit_streaming(&admin, &action_id, json!({ "n": 800, "pad": 16000 })).await;
+    // Stall: read nothing while the action produces them.
+    let view = admin.wait_terminal(&action_id).await;
+    assert_eq!(view["state"], "completed");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let events = reader.rest().await;
+    assert!(
+        events.iter().all(|e| e.name != "result"),
+        "a stalled consumer must be cut off, not buffered"
+    );
+    let metrics = admin
+        .http
+        .get(format!("http://{}/metrics", admin.base))
+        .bearer_auth(admin.token.clone().unwrap())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("aip_stream_slow_consumer_total"),
+        "{metrics}"
+    );
+}

@@ -1,0 +1,385 @@
+//! Streaming actions (spec 11.6): the handler-side chunk sink, and the transport-independent follower
+//! that replays an action's chunks and final result from the store (spec 20.2-20.3).
+//!
+//! Every chunk is committed with its sequence before anyone can read it: followers only ever read the
+//! store, so any node can serve any stream and a reconnect resumes with no gap and no duplicate.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{ActionId, ActionResult, StreamChunk, StreamChunkKind};
+use aip_store::{Fence, Limit, NewChunk, Store, StoreError};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::engine::{Runtime, stored_result};
+use crate::error::RuntimeError;
+use crate::handler::{
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+};
+
+/// Where a streaming handler emits its chunks. Outside streaming mode it is inert (emits return `None`),
+/// so a handler can serve several modes with one body.
+#[derive(Clone, Default)]
+pub struct ChunkSink {
+    inner: Option<Arc<SinkInner>>,
+}
+
+struct SinkInner {
+    store: Arc<dyn Store>,
+    action_id: String,
+    fence: Option<Fence>,
+    state: Mutex<SinkState>,
+}
+
+#[derive(Default)]
+struct SinkState {
+    last: u64,
+    done: bool,
+}
+
+impl std::fmt::Debug for ChunkSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChunkSink")
+            .field("streaming", &self.inner.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChunkSink {
+    /// A sink persisting chunks of `action_id` (fenced by the worker's lease when set).
+    pub(crate) fn streaming(store: Arc<dyn Store>, action_id: &str, fence: Option<Fence>) -> Self {
+        Self {
+            inner: Some(Arc::new(SinkInner {
+                store,
+                action_id: action_id.to_owned(),
+                fence,
+                state: Mutex::new(SinkState::default()),
+            })),
+        }
+    }
+
+    /// Whether chunks emitted here reach a stream.
+    pub fn is_streaming(&self) -> bool {
+        self.inner.is_some()
+    }
+
+    /// Persists one chunk with the next sequence and returns that sequence (spec 11.6). After `done`
+    /// nothing more may be emitted. A re-dispatched handler that re-emits the same chunks is tolerated
+    /// (the store reports them as retained duplicates); different content under a used sequence fails.
+    pub async fn emit(
+        &self,
+        kind: StreamChunkKind,
+        data: Option<Value>,
+    ) -> Result<Option<u64>, HandlerError> {
+        let Some(inner) = &self.inner else {
+            return Ok(None);
+        };
+        let mut state = inner.state.lock().await;
+        if state.done {
+            return Err(HandlerError::Failed {
+                code: "aip.stream.closed".into(),
+                message: "a chunk was emitted after `done`".into(),
+                retryable: false,
+            });
+        }
+        let sequence = state.last + 1;
+        let chunk = StreamChunk {
+            action_id: ActionId::new(inner.action_id.clone()),
+            sequence,
+            kind,
+            data,
+            part: None,
+        };
+        let value = serde_json::to_value(&chunk).map_err(|e| HandlerError::Failed {
+            code: "aip.stream.encode".into(),
+            message: e.to_string(),
+            retryable: false,
+        })?;
+        let new = NewChunk {
+            action_id: inner.action_id.clone(),
+            sequence,
+            kind: kind.as_str().to_owned(),
+            data: value,
+            created_at_ms: now_ms(),
+        };
+        match inner
+            .store
+            .append_chunk(new, inner.fence.as_ref(), now_ms())
+            .await
+        {
+            // Inserted, or a retained duplicate of a re-dispatched handler (tolerated, spec 11.6).
+            Ok(_) => {}
+            Err(StoreError::StaleLease) => {
+                return Err(HandlerError::Failed {
+                    code: "aip.stream.lease_lost".into(),
+                    message: "another worker owns this action now".into(),
+                    retryable: true,
+                });
+            }
+            Err(err) => {
+                return Err(HandlerError::Failed {
+                    code: "aip.stream.persist_failed".into(),
+                    message: err.to_string(),
+                    retryable: err.is_retryable(),
+                });
+            }
+        }
+        state.last = sequence;
+        state.done = kind == StreamChunkKind::Done;
+        Ok(Some(sequence))
+    }
+
+    /// Emits a `data` chunk.
+    pub async fn data(&self, data: Value) -> Result<Option<u64>, HandlerError> {
+        self.emit(StreamChunkKind::Data, Some(data)).await
+    }
+
+    /// Emits a `progress` chunk.
+    pub async fn progress(&self, data: Value) -> Result<Option<u64>, HandlerError> {
+        self.emit(StreamChunkKind::Progress, Some(data)).await
+    }
+
+    /// Ends the chunk stream after the handler returned: `done` on success, an `error` chunk otherwise,
+    /// so a stream never closes silently (spec 11.6). Best effort: the final result stays authoritative.
+    pub(crate) async fn finish(&self, outcome: &Result<HandlerOutput, HandlerError>) {
+        let Some(inner) = &self.inner else {
+            return;
+        };
+        if inner.state.lock().await.done {
+            return;
+        }
+        let (kind, data) = match outcome {
+            Ok(_) => (StreamChunkKind::Done, None),
+            Err(err) => (
+                StreamChunkKind::Error,
+                Some(json!({ "code": handler_error_code(err), "message": err.to_string() })),
+            ),
+        };
+        if let Err(err) = self.emit(kind, data).await {
+            tracing::warn!(action = %inner.action_id, error = %err, "closing chunk not persisted");
+        }
+    }
+}
+
+fn handler_error_code(err: &HandlerError) -> String {
+    match err {
+        HandlerError::Cancelled => "aip.action.cancelled".into(),
+        HandlerError::Failed { code, .. } => code.clone(),
+        HandlerError::UncertainOutcome(_) => "aip.action.uncertain_outcome".into(),
+        HandlerError::DeadlineExceeded => "aip.action.deadline_exceeded".into(),
+    }
+}
+
+/// One item of an action stream as a follower sees it, in store order.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum StreamItem {
+    /// A persisted chunk (its `sequence` is the resume position).
+    Chunk(StreamChunk),
+    /// The authoritative final result; nothing follows it.
+    Result(Box<ActionResult>),
+    /// Nothing happened for one heartbeat interval; the stream is still alive (spec 11.9).
+    Idle,
+}
+
+/// Reads an action's stream from the store, resuming after a chunk sequence. Pull-based: it reads the
+/// store only when the consumer asks for more, so a slow consumer holds at most one page in memory.
+#[derive(Debug)]
+pub struct ActionFollower {
+    runtime: Arc<Runtime>,
+    caller: Caller,
+    action_id: String,
+    after: u64,
+    page: std::collections::VecDeque<StreamChunk>,
+    finished: bool,
+    page_size: u32,
+    idle: Duration,
+}
+
+impl ActionFollower {
+    /// The next item: a chunk, the final result (then `None` forever), or `Idle` after `idle` without
+    /// news. Authorization is re-checked on every store read (spec 20.2 "preserve authorization").
+    pub async fn next(&mut self) -> Result<Option<StreamItem>, RuntimeError> {
+        loop {
+            if let Some(chunk) = self.page.pop_front() {
+                self.after = chunk.sequence;
+                return Ok(Some(StreamItem::Chunk(chunk)));
+            }
+            if self.finished {
+                return Ok(None);
+            }
+            let mut watch = self.runtime.store.watch_changes();
+            watch.mark_seen();
+            // Read the state first: a terminal state commits after the last chunk, so the chunks read
+            // after it are complete.
+            let record = self
+                .runtime
+                .visible_action(&self.caller, &self.action_id)
+                .await?;
+            let limit = Limit::new(self.page_size).map_err(RuntimeError::Storage)?;
+            let chunks = self
+                .runtime
+                .store
+                .list_chunks(&self.action_id, Some(self.after), limit)
+                .await?;
+            for chunk in chunks {
+                let parsed = serde_json::from_value::<StreamChunk>(chunk.data)
+                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?;
+                self.page.push_back(parsed);
+            }
+            if !self.page.is_empty() {
+                continue;
+            }
+            if record.state.is_terminal() {
+                self.finished = true;
+                return Ok(stored_result(&record).map(|r| StreamItem::Result(Box::new(r))));
+            }
+            if !watch.changed_within(self.idle).await {
+                return Ok(Some(StreamItem::Idle));
+            }
+        }
+    }
+
+    /// The last chunk sequence handed out (the resume position).
+    pub fn position(&self) -> u64 {
+        self.after
+    }
+}
+
+impl Runtime {
+    /// The longest bounded wait a read may ask for (streams poll within it).
+    pub fn max_wait_ms(&self) -> u64 {
+        self.config.max_wait_ms
+    }
+
+    /// Follows `action_id`'s chunk stream after chunk `after` (0 = from the start), as `caller` may see
+    /// it. `NotFound` when the caller cannot read the action. `InvalidCursor` when `after` lies beyond
+    /// the action's persisted chunks of a finished stream (a cursor this stream never issued).
+    pub async fn follow_action(
+        self: &Arc<Self>,
+        caller: &Caller,
+        action_id: &str,
+        after: u64,
+        idle: Duration,
+    ) -> Result<ActionFollower, RuntimeError> {
+        let record = self.visible_action(caller, action_id).await?;
+        if after > 0 {
+            let limit = Limit::new(1).map_err(RuntimeError::Storage)?;
+            let at = self
+                .store
+                .list_chunks(action_id, Some(after - 1), limit)
+                .await?;
+            if at.first().map(|c| c.sequence) != Some(after) {
+                return Err(RuntimeError::InvalidCursor);
+            }
+        }
+        Ok(ActionFollower {
+            runtime: Arc::clone(self),
+            caller: caller.clone(),
+            action_id: record.action_id,
+            after,
+            page: std::collections::VecDeque::new(),
+            finished: false,
+            page_size: 256,
+            idle,
+        })
+    }
+}
+
+/// Longest count `cap:demo:count` accepts.
+pub const MAX_COUNT: u64 = 100_000;
+/// Longest interval between two counted chunks.
+pub const MAX_INTERVAL_MS: u64 = 60_000;
+
+/// Largest per-chunk padding of `cap:demo:count` (bytes; used to exercise slow consumers).
+pub const MAX_PAD: u64 = 16_384;
+
+/// `cap:demo:count`: streams `{"n": N, "interval_ms": I, "pad": P}` as N `data` chunks (`{"i": k}`,
+/// padded with P bytes) with a `progress` chunk every tenth, then `done`; cancellable between chunks.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountHandler;
+
+#[async_trait]
+impl ActionHandler for CountHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async, Mode::Streaming]),
+            cancellable: true,
+            mutation: false,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let n = input.get("n").and_then(Value::as_u64).unwrap_or(0);
+        let interval = input
+            .get("interval_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let pad = input.get("pad").and_then(Value::as_u64).unwrap_or(0);
+        if n > MAX_COUNT || interval > MAX_INTERVAL_MS || pad > MAX_PAD {
+            return Err(HandlerError::Failed {
+                code: "aip.demo.invalid_input".into(),
+                message: format!(
+                    "n ≤ {MAX_COUNT}, interval_ms ≤ {MAX_INTERVAL_MS}, pad ≤ {MAX_PAD}"
+                ),
+                retryable: false,
+            });
+        }
+        for i in 1..=n {
+            if ctx.cancellation.is_cancelled() {
+                return Err(HandlerError::Cancelled);
+            }
+            if interval > 0 {
+                tokio::select! {
+                    () = ctx.cancellation.cancelled() => return Err(HandlerError::Cancelled),
+                    () = tokio::time::sleep(Duration::from_millis(interval)) => {}
+                }
+            }
+            let chunk = if pad == 0 {
+                json!({ "i": i })
+            } else {
+                json!({ "i": i, "pad": "x".repeat(usize::try_from(pad).unwrap_or(0)) })
+            };
+            ctx.chunks.data(chunk).await?;
+            if i % 10 == 0 {
+                ctx.chunks
+                    .progress(json!({ "done": i, "total": n }))
+                    .await?;
+            }
+        }
+        ctx.chunks.emit(StreamChunkKind::Done, None).await?;
+        Ok(HandlerOutput {
+            output: json!({ "count": n }),
+        })
+    }
+}
+
+/// The manifest entry of `cap:demo:count`.
+pub fn count_capability() -> Value {
+    json!({
+        "id": "cap:demo:count", "name": "Count", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Streams n data chunks (one every interval_ms), a progress chunk every tenth, then done; cancellable.",
+        "input_schema": { "type": "object", "properties": {
+            "n": { "type": "integer", "minimum": 0, "maximum": MAX_COUNT },
+            "interval_ms": { "type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_MS },
+            "pad": { "type": "integer", "minimum": 0, "maximum": MAX_PAD } },
+            "required": ["n"], "additionalProperties": false },
+        "output_schema": { "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] },
+        "contract": {
+            "side_effects": ["read"],
+            "idempotency": { "requirement": "optional", "collision_behavior": "return_original_result", "key_scope": "principal" },
+            "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": true, "supports_cancel": true,
+                           "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
+            "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
+        },
+    })
+}

@@ -1,0 +1,397 @@
+//! Server-Sent Events binding `aip.sse.stream.v1` (spec 20.2).
+//!
+//! Every event carries an `id`, an event name from the spec's list and one compact envelope as `data`.
+//! Action streams use ids `<action_id>:<chunk sequence>` (`:0` for the ack, `:end` for the result); the
+//! global feed uses the store's opaque reader-scoped cursors. A reconnect with `Last-Event-ID` replays
+//! from the store, so it resumes on any node with no gap and no duplicate. A cursor this reader was not
+//! given is a terminal `error` event, never an empty 200 that invites a reconnect loop.
+//!
+//! Each connection has a bounded buffer; a consumer that accepts nothing for `send_timeout` is
+//! disconnected (after a best-effort `aip.transport.slow_consumer` error event).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{
+    ActionResult, Envelope, ErrorBody, ErrorCategory, EventStream, Heartbeat, MessageBody,
+    ProtocolError, StreamChunk, StreamChunkKind,
+};
+use aip_runtime::{Caller, Reply, Runtime, RuntimeError, StreamItem};
+use axum::http::{HeaderMap, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::mpsc;
+
+/// Per-connection streaming bounds (documented in docs/configuration.md).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamLimits {
+    /// Idle time after which a `heartbeat` event is sent (spec 11.9).
+    pub heartbeat: Duration,
+    /// How long a full connection buffer may stay full before the consumer is disconnected.
+    pub send_timeout: Duration,
+    /// Events buffered per connection.
+    pub buffer_events: usize,
+}
+
+impl Default for StreamLimits {
+    fn default() -> Self {
+        Self {
+            heartbeat: Duration::from_secs(15),
+            send_timeout: Duration::from_secs(30),
+            buffer_events: 64,
+        }
+    }
+}
+
+/// Whether the client asked for an event stream.
+pub fn wants_sse(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("text/event-stream"))
+}
+
+/// An SSE event ready to send: name, id and envelope.
+#[derive(Debug, Clone)]
+pub struct StreamEvent {
+    /// Spec 20.2 event name.
+    pub name: &'static str,
+    /// Replay id.
+    pub id: String,
+    /// The envelope carried as `data`.
+    pub envelope: Envelope,
+}
+
+impl StreamEvent {
+    fn error(id: String, error: ProtocolError) -> Self {
+        Self {
+            name: "error",
+            id,
+            envelope: Envelope::new(MessageBody::Error(ErrorBody { error })),
+        }
+    }
+
+    fn to_sse(&self) -> Event {
+        let data = String::from_utf8_lossy(&self.envelope.to_json_vec()).into_owned();
+        Event::default().event(self.name).id(&self.id).data(data)
+    }
+}
+
+/// The answer to an envelope submitted with `Accept: text/event-stream`: the reply as its event, then,
+/// for an admitted streaming (or async) action, every chunk and the final result.
+pub fn submitted(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    reply: Reply,
+    limits: StreamLimits,
+) -> Response {
+    let runtime = Arc::clone(runtime);
+    let caller = caller.clone();
+    spawn_stream(limits, move |tx| async move {
+        let envelope = reply.envelope;
+        match &envelope.body {
+            MessageBody::Ack(ack) => {
+                let action_id = ack.action_id.as_str().to_owned();
+                let first = StreamEvent {
+                    name: "ack",
+                    id: format!("{action_id}:0"),
+                    envelope: envelope.clone(),
+                };
+                if !tx.send(first).await {
+                    return;
+                }
+                follow(&runtime, &caller, &action_id, 0, &tx, limits).await;
+            }
+            MessageBody::ActionResult(result) => {
+                let id = format!("{}:end", result.action_id.as_str());
+                let _ = tx
+                    .send(StreamEvent {
+                        name: "result",
+                        id,
+                        envelope: envelope.clone(),
+                    })
+                    .await;
+            }
+            MessageBody::Error(_) => {
+                let _ = tx
+                    .send(StreamEvent {
+                        name: "error",
+                        id: "error".into(),
+                        envelope: envelope.clone(),
+                    })
+                    .await;
+            }
+            _ => {
+                let _ = tx
+                    .send(StreamEvent {
+                        name: "message",
+                        id: "message".into(),
+                        envelope: envelope.clone(),
+                    })
+                    .await;
+            }
+        }
+    })
+}
+
+/// `GET /aip/v1/actions/{id}/events` as an event stream, resuming after `Last-Event-ID`.
+pub fn action_stream(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    action_id: String,
+    headers: &HeaderMap,
+    limits: StreamLimits,
+) -> Response {
+    let runtime = Arc::clone(runtime);
+    let caller = caller.clone();
+    let last = last_event_id(headers);
+    spawn_stream(limits, move |tx| async move {
+        let after = match last.as_deref().map(|id| parse_action_id(id, &action_id)) {
+            None => Ok(Some(0)),
+            Some(parsed) => parsed,
+        };
+        match after {
+            Ok(Some(after)) => follow(&runtime, &caller, &action_id, after, &tx, limits).await,
+            // After the result: repeat only the (idempotent) terminal result.
+            Ok(None) => match runtime.action_result(&caller, &action_id, None).await {
+                Ok(result) => {
+                    let _ = tx.send(result_event(&action_id, result)).await;
+                }
+                Err(err) => {
+                    let _ = tx
+                        .send(StreamEvent::error(
+                            format!("{action_id}:error"),
+                            err.to_protocol_error(),
+                        ))
+                        .await;
+                }
+            },
+            Err(err) => {
+                let _ = tx
+                    .send(StreamEvent::error(
+                        format!("{action_id}:error"),
+                        err.to_protocol_error(),
+                    ))
+                    .await;
+            }
+        }
+    })
+}
+
+/// `GET /aip/v1/events` as an event stream of the reader's events (one `message` event per event,
+/// carrying an `event_stream_response` envelope), resuming after `Last-Event-ID`.
+pub fn event_feed(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    headers: &HeaderMap,
+    limits: StreamLimits,
+) -> Response {
+    let runtime = Arc::clone(runtime);
+    let caller = caller.clone();
+    let mut cursor = last_event_id(headers);
+    spawn_stream(limits, move |tx| async move {
+        let wait = u64::try_from(limits.heartbeat.as_millis())
+            .unwrap_or(u64::MAX)
+            .min(runtime.max_wait_ms());
+        let mut beat = 0_u64;
+        loop {
+            // One event per page so that every SSE id resumes exactly after its event.
+            let page = match runtime
+                .events(&caller, cursor.as_deref(), Some(1), Some(wait))
+                .await
+            {
+                Ok(page) => page,
+                Err(err) => {
+                    let id = cursor.clone().unwrap_or_else(|| "error".into());
+                    let _ = tx
+                        .send(StreamEvent::error(id, err.to_protocol_error()))
+                        .await;
+                    return;
+                }
+            };
+            let next = page.next_cursor.clone();
+            let event = if page.events.is_empty() {
+                if wait == 0 {
+                    tokio::time::sleep(limits.heartbeat).await;
+                }
+                beat += 1;
+                heartbeat_event(next.clone().unwrap_or_default(), beat)
+            } else {
+                StreamEvent {
+                    name: "message",
+                    id: next.clone().unwrap_or_default(),
+                    envelope: Envelope::new(MessageBody::EventStream(EventStream {
+                        events: page.events,
+                        next_cursor: next.clone(),
+                    })),
+                }
+            };
+            if !tx.send(event).await {
+                return;
+            }
+            if next.is_some() {
+                cursor = next;
+            }
+        }
+    })
+}
+
+/// Sends chunks and the result of one action after chunk `after`, with heartbeats while idle.
+async fn follow(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    action_id: &str,
+    after: u64,
+    tx: &Sender,
+    limits: StreamLimits,
+) {
+    let mut follower = match runtime
+        .follow_action(caller, action_id, after, limits.heartbeat)
+        .await
+    {
+        Ok(f) => f,
+        Err(err) => {
+            let _ = tx
+                .send(StreamEvent::error(
+                    format!("{action_id}:error"),
+                    err.to_protocol_error(),
+                ))
+                .await;
+            return;
+        }
+    };
+    let mut beat = 0_u64;
+    loop {
+        let event = match follower.next().await {
+            Ok(Some(StreamItem::Chunk(chunk))) => chunk_event(chunk),
+            Ok(Some(StreamItem::Result(result))) => result_event(action_id, *result),
+            Ok(Some(StreamItem::Idle)) => {
+                beat += 1;
+                heartbeat_event(format!("{action_id}:{}", follower.position()), beat)
+            }
+            Ok(None) => return,
+            Ok(Some(_)) => continue,
+            Err(err) => StreamEvent::error(format!("{action_id}:error"), stream_error(&err)),
+        };
+        let terminal = matches!(event.name, "result" | "error");
+        if !tx.send(event).await || terminal {
+            return;
+        }
+    }
+}
+
+fn chunk_event(chunk: StreamChunk) -> StreamEvent {
+    let id = format!("{}:{}", chunk.action_id.as_str(), chunk.sequence);
+    let name = if chunk.kind == StreamChunkKind::Done {
+        "done"
+    } else {
+        "chunk"
+    };
+    StreamEvent {
+        name,
+        id,
+        envelope: Envelope::new(MessageBody::StreamChunk(chunk)),
+    }
+}
+
+fn result_event(action_id: &str, result: ActionResult) -> StreamEvent {
+    StreamEvent {
+        name: "result",
+        id: format!("{action_id}:end"),
+        envelope: Envelope::new(MessageBody::ActionResult(result)),
+    }
+}
+
+fn heartbeat_event(id: String, sequence: u64) -> StreamEvent {
+    StreamEvent {
+        name: "heartbeat",
+        id,
+        envelope: Envelope::new(MessageBody::Heartbeat(Heartbeat {
+            sequence,
+            status: Some("streaming".into()),
+            progress: None,
+        })),
+    }
+}
+
+fn stream_error(err: &RuntimeError) -> ProtocolError {
+    err.to_protocol_error()
+}
+
+/// `Ok(Some(seq))` to resume after a chunk, `Ok(None)` after the result; another action's id or a
+/// malformed id is `InvalidCursor` (spec 16.2: cursors are scoped to their stream).
+fn parse_action_id(id: &str, action_id: &str) -> Result<Option<u64>, RuntimeError> {
+    let (owner, position) = id.rsplit_once(':').ok_or(RuntimeError::InvalidCursor)?;
+    if owner != action_id {
+        return Err(RuntimeError::InvalidCursor);
+    }
+    if position == "end" {
+        return Ok(None);
+    }
+    position
+        .parse::<u64>()
+        .map(Some)
+        .map_err(|_| RuntimeError::InvalidCursor)
+}
+
+fn last_event_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty() && v.len() <= 512)
+        .map(str::to_owned)
+}
+
+/// The producer side of one connection's bounded buffer.
+pub(crate) struct Sender {
+    inner: mpsc::Sender<StreamEvent>,
+    send_timeout: Duration,
+}
+
+impl Sender {
+    /// Queues one event; `false` when the consumer left or stalled past the send timeout.
+    pub(crate) async fn send(&self, event: StreamEvent) -> bool {
+        match self.inner.send_timeout(event, self.send_timeout).await {
+            Ok(()) => true,
+            Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
+                metrics::counter!("aip_stream_slow_consumer_total").increment(1);
+                let error = ProtocolError::new(
+                    "aip.transport.slow_consumer",
+                    ErrorCategory::Transport,
+                    "the consumer did not keep up; the stream was closed (resume with Last-Event-ID)",
+                );
+                // Best effort: only delivered if the buffer drained meanwhile.
+                let _ = self
+                    .inner
+                    .try_send(StreamEvent::error("slow_consumer".into(), error));
+                false
+            }
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
+        }
+    }
+}
+
+fn spawn_stream<F, Fut>(limits: StreamLimits, produce: F) -> Response
+where
+    F: FnOnce(Sender) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<StreamEvent>(limits.buffer_events.max(1));
+    let sender = Sender {
+        inner: tx,
+        send_timeout: limits.send_timeout,
+    };
+    tokio::spawn(produce(sender));
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|event| (Ok::<Event, Infallible>(event.to_sse()), rx))
+    });
+    // Transport-level keep-alive comments in addition to the protocol heartbeats.
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(limits.heartbeat))
+        .into_response()
+}
