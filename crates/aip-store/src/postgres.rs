@@ -1,8 +1,8 @@
 //! The PostgreSQL backend, for several `aip serve` nodes sharing one database.
 //!
 //! Reads that precede a write lock their rows (`FOR UPDATE`); queue claims use
-//! `FOR UPDATE SKIP LOCKED`; migrations run under a transaction-scoped advisory lock; every committed event or
-//! chunk sends `NOTIFY aip_changes`, which a background `LISTEN` task turns into the store's change
+//! `FOR UPDATE SKIP LOCKED`; migrations run under a transaction-scoped advisory lock; the event
+//! sequencer sends `NOTIFY aip_changes` once per batch, which a background `LISTEN` task turns into the store's change
 //! watch, so waiters on any node wake without polling.
 
 use std::time::Duration;
@@ -138,21 +138,14 @@ impl PostgresStore {
         let mut tx = self.writer.begin().await?;
         match f(&mut tx).await {
             Ok(r) => {
-                // No NOTIFY inside the write: PostgreSQL serializes the commits of notifying
-                // transactions, which would cap concurrent admissions at one commit (and one WAL
-                // flush) at a time. The sequencer notifies once per batch instead.
                 tx.commit().await?;
                 if notify {
                     // Make this write's events listable before answering (read your writes). Should
                     // it fail, the listener's periodic sweep sequences them.
-                    let sequenced = sequence_events(&self.writer).await.unwrap_or(0);
-                    if sequenced == 0 {
-                        // Nothing positioned by this call (a chunk, or events another call already
-                        // positioned): wake other nodes with a standalone NOTIFY.
-                        let _ = sqlx::query("SELECT pg_notify('aip_changes', '')")
-                            .execute(&self.writer)
-                            .await;
-                    }
+                    // A NOTIFY takes a transaction id and a WAL flush under PostgreSQL's global
+                    // notify lock, so only the sequencer (once per batch) sends one. Writes that add
+                    // no events (chunks) wake this node's waiters only; waiters elsewhere poll.
+                    let _ = sequence_events(&self.writer).await;
                     self.changes.send_modify(|v| *v = v.wrapping_add(1));
                 }
                 Ok(r)
