@@ -1,5 +1,10 @@
 //! AIP canonical JSON (spec 5.5, 18.2, 22.2): every object's members sorted by name (byte order),
 //! array order kept, compact UTF-8 output with serde_json's string and number encoding.
+//!
+//! The writer streams into any [`std::io::Write`] sink, so hashing (receipts, input hashes) feeds
+//! SHA-256 directly without building the canonical bytes or cloning the value first.
+
+use std::io::Write;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -8,7 +13,8 @@ use sha2::{Digest, Sha256};
 /// Canonical bytes of a JSON value.
 pub fn to_canonical_vec(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
-    write(value, &mut out);
+    // Writing into a Vec cannot fail.
+    let _ = write_canonical(value, &mut out);
     out
 }
 
@@ -30,48 +36,69 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Lowercase hex SHA-256 of a value's canonical bytes (e.g. a governed input hash, spec 9.5, 13.3).
 pub fn canonical_hash(value: &Value) -> String {
-    sha256_hex(&to_canonical_vec(value))
+    canonical_hash_with(value, None, None)
 }
 
-fn write(value: &Value, out: &mut Vec<u8>) {
+/// Lowercase hex SHA-256 of the canonical bytes of an object with its top-level member `skip`
+/// removed, and — when `replace` is given — set to `replace` instead (spec 18.2 hashing forms).
+pub fn canonical_hash_with(value: &Value, skip: Option<&str>, replace: Option<&Value>) -> String {
+    let mut h = Sha256::new();
+    // Sha256's io::Write never fails.
+    let _ = match (value, skip) {
+        (Value::Object(map), Some(name)) => write_object(
+            map.iter()
+                .filter(|(k, _)| k.as_str() != name)
+                .map(|(k, v)| (k.as_str(), v))
+                .chain(replace.map(|r| (name, r))),
+            &mut h,
+        ),
+        _ => write_canonical(value, &mut h),
+    };
+    hex::encode(h.finalize())
+}
+
+/// Streams the canonical form of `value` into `out`.
+pub fn write_canonical<W: Write>(value: &Value, out: &mut W) -> std::io::Result<()> {
     match value {
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-            out.push(b'{');
-            for (i, (k, v)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(k, out);
-                out.push(b':');
-                write(v, out);
-            }
-            out.push(b'}');
-        }
+        Value::Object(map) => write_object(map.iter().map(|(k, v)| (k.as_str(), v)), out),
         Value::Array(items) => {
-            out.push(b'[');
+            out.write_all(b"[")?;
             for (i, v) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(b',');
+                    out.write_all(b",")?;
                 }
-                write(v, out);
+                write_canonical(v, out)?;
             }
-            out.push(b']');
+            out.write_all(b"]")
         }
-        Value::String(s) => write_str(s, out),
-        Value::Number(n) => out.extend_from_slice(n.to_string().as_bytes()),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Null => out.extend_from_slice(b"null"),
+        Value::String(s) => serde_json::to_writer(&mut *out, s).map_err(std::io::Error::other),
+        Value::Number(n) => serde_json::to_writer(&mut *out, n).map_err(std::io::Error::other),
+        Value::Bool(true) => out.write_all(b"true"),
+        Value::Bool(false) => out.write_all(b"false"),
+        Value::Null => out.write_all(b"null"),
     }
 }
 
-fn write_str(s: &str, out: &mut Vec<u8>) {
-    // Writing a &str into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, s);
+fn write_object<'a, W: Write>(
+    members: impl Iterator<Item = (&'a str, &'a Value)>,
+    out: &mut W,
+) -> std::io::Result<()> {
+    let mut members: Vec<(&str, &Value)> = members.collect();
+    // serde_json's default map is already ordered by key bytes; sort only when it is not.
+    if !members.is_sorted_by(|a, b| a.0.as_bytes() <= b.0.as_bytes()) {
+        members.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    }
+    out.write_all(b"{")?;
+    for (i, (k, v)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, k).map_err(std::io::Error::other)?;
+        out.write_all(b":")?;
+        write_canonical(v, out)?;
+    }
+    out.write_all(b"}")
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +119,24 @@ mod tests {
         let b: Value = serde_json::from_str(r#"{ "y" : [ {"p":2, "q":1} ], "x" : 1 }"#).unwrap();
         assert_eq!(to_canonical_vec(&a), to_canonical_vec(&b));
         assert_eq!(canonical_hash(&a), canonical_hash(&b));
+    }
+
+    #[test]
+    fn streamed_hashes_equal_hashes_of_the_canonical_bytes() {
+        let v = json!({"z": 1, "hash": "h", "a": [1.5, "x", null], "m": {"b": true, "a": false}});
+        let mut without = v.clone();
+        without.as_object_mut().unwrap().remove("hash");
+        assert_eq!(
+            canonical_hash_with(&v, Some("hash"), None),
+            sha256_hex(&to_canonical_vec(&without))
+        );
+        let mut nulled = v.clone();
+        nulled["hash"] = Value::Null;
+        assert_eq!(
+            canonical_hash_with(&v, Some("hash"), Some(&Value::Null)),
+            sha256_hex(&to_canonical_vec(&nulled))
+        );
+        assert_eq!(canonical_hash(&v), sha256_hex(&to_canonical_vec(&v)));
     }
 
     #[test]

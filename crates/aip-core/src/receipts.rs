@@ -11,7 +11,7 @@
 
 use serde_json::Value;
 
-use crate::canonical::{sha256_hex, to_canonical_vec};
+use crate::canonical::canonical_hash_with;
 use crate::{ErrorCategory, ProtocolError, Receipt, ReceiptChain};
 
 /// Which receipt-hash form a verifier accepts.
@@ -26,32 +26,18 @@ pub enum HashForm {
 
 /// The hash of a receipt (spec 18.2): lowercase hex SHA-256 of the canonical receipt without `hash`.
 pub fn receipt_hash(receipt: &Receipt) -> String {
-    let mut v = serde_json::to_value(receipt).unwrap_or(Value::Null);
-    if let Some(o) = v.as_object_mut() {
-        o.remove("hash");
-    }
-    sha256_hex(&to_canonical_vec(&v))
+    let v = serde_json::to_value(receipt).unwrap_or(Value::Null);
+    receipt_value_hash(&v)
 }
 
 /// The spec's hash of a receipt given as JSON: `hash` removed, everything else kept as received.
 pub fn receipt_value_hash(receipt: &Value) -> String {
-    hash_without(receipt, None)
+    canonical_hash_with(receipt, Some("hash"), None)
 }
 
 /// The other implementation's form: `hash` set to `null` before hashing.
 pub fn receipt_value_hash_null_form(receipt: &Value) -> String {
-    hash_without(receipt, Some(Value::Null))
-}
-
-fn hash_without(receipt: &Value, replacement: Option<Value>) -> String {
-    let mut v = receipt.clone();
-    if let Some(o) = v.as_object_mut() {
-        o.remove("hash");
-        if let Some(r) = replacement {
-            o.insert("hash".into(), r);
-        }
-    }
-    sha256_hex(&to_canonical_vec(&v))
+    canonical_hash_with(receipt, Some("hash"), Some(&Value::Null))
 }
 
 /// A chain's `root_hash`: lowercase hex SHA-256 of the concatenated receipt hash strings, in order.
@@ -343,6 +329,8 @@ mod tests {
         assert_eq!(v.receipts, 3);
         assert_eq!(Some(v.root_hash), c.root_hash);
     }
+
+    use crate::canonical::{sha256_hex, to_canonical_vec};
 
     #[test]
     fn the_hash_omits_the_hash_member_as_spec_18_2_says() {
