@@ -21,7 +21,7 @@ fn nats_url(test: &str) -> Option<String> {
     url
 }
 
-/// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo and sleep.
+/// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo, sleep and count.
 fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
     std::fs::create_dir_all(dir).unwrap();
     let token = token_file(dir, "nats.token", &id("tok"));
@@ -30,7 +30,7 @@ fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
         &config,
         format!(
             "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n\n\
-             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\"]\n\
+             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\", \"invoke:cap:demo:count\"]\n\
              token_file = \"{}\"\n",
             token.display()
         ),
@@ -290,6 +290,155 @@ async fn without_a_bound_principal_only_envelopes_signed_by_a_trusted_signer_are
     let (_, reply) = request(&client, subject, &signed(action(), &stranger), false).await;
     assert_eq!(
         reply["body"]["error"]["error"]["code"], "aip.security.signature_invalid",
+        "{reply}"
+    );
+}
+
+/// Reads stream messages until the one marked final; returns (sequence header, envelope) pairs.
+async fn read_stream(sub: &mut async_nats::Subscriber) -> Vec<(u64, Value)> {
+    use futures_util::StreamExt as _;
+    let mut items = Vec::new();
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(20), sub.next())
+            .await
+            .expect("the stream stalled")
+            .unwrap();
+        let headers = message.headers.clone().unwrap_or_default();
+        let payload: Value = serde_json::from_slice(&message.payload).unwrap();
+        let envelope = payload["envelope"].clone();
+        assert_eq!(
+            header(&headers, "AIP-Message-Type"),
+            envelope["message_type"].as_str().unwrap()
+        );
+        if envelope["message_type"] == "aip.core.v1.heartbeat" {
+            continue;
+        }
+        let sequence = header(&headers, "AIP-Stream-Sequence").parse().unwrap();
+        items.push((sequence, envelope));
+        if header(&headers, "AIP-Stream-Final") == "true" {
+            return items;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_streaming_action_over_nats_publishes_every_chunk_in_order_then_its_result_on_its_correlation_stream()
+ {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}", id(""));
+    let _server = start_node(dir.path(), &url, &domain);
+    let client = async_nats::connect(&url).await.unwrap();
+    let prefix = format!("aip.v1.{domain}.aip.v1");
+    // A dot in the correlation id becomes an underscore in the subject.
+    let correlation = format!("corr.{}", id(""));
+    let stream = format!("{prefix}.stream.{}", correlation.replace('.', "_"));
+    let mut sub = client.subscribe(stream.clone()).await.unwrap();
+    client.flush().await.unwrap();
+
+    let action_id = id("act_");
+    let mut submit = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming", "input": { "n": 25, "interval_ms": 2 } } }),
+    );
+    submit["correlation_id"] = json!(correlation);
+    let (headers, reply) = request(
+        &client,
+        format!("{prefix}.aip_core_v1_action"),
+        &submit,
+        true,
+    )
+    .await;
+    // The request/reply still answers with the ack.
+    assert_eq!(
+        header(&headers, "AIP-Message-Type"),
+        "aip.core.v1.ack",
+        "{reply}"
+    );
+
+    let items = read_stream(&mut sub).await;
+    let (chunks, result) = items.split_at(items.len() - 1);
+    for (n, (sequence, envelope)) in chunks.iter().enumerate() {
+        assert_eq!(*sequence, n as u64 + 1, "no gap, no duplicate");
+        assert_eq!(envelope["message_type"], "aip.core.v1.stream_chunk");
+        assert_eq!(envelope["body"]["stream_chunk"]["sequence"], *sequence);
+        assert_eq!(envelope["body"]["stream_chunk"]["action_id"], action_id);
+        assert_eq!(envelope["correlation_id"], correlation.as_str());
+    }
+    let data: Vec<_> = chunks
+        .iter()
+        .filter(|(_, e)| e["body"]["stream_chunk"]["kind"] == "data")
+        .map(|(_, e)| e["body"]["stream_chunk"]["data"]["i"].clone())
+        .collect();
+    assert_eq!(data, (1..=25).map(|i| json!(i)).collect::<Vec<_>>());
+    assert_eq!(
+        chunks.last().unwrap().1["body"]["stream_chunk"]["kind"],
+        "done"
+    );
+    let (final_sequence, result) = &result[0];
+    assert_eq!(*final_sequence, chunks.len() as u64 + 1);
+    assert_eq!(
+        result["message_type"], "aip.core.v1.action_result",
+        "{result}"
+    );
+    assert_eq!(result["body"]["action_result"]["status"], "completed");
+
+    // A client that missed messages resumes after chunk 20: any node republishes from 21, then the result.
+    let status_request = envelope(
+        "aip.lifecycle.v1.action_status_request",
+        json!({ "action_status_request": { "action_id": action_id } }),
+    );
+    let mut resume_headers = HeaderMap::new();
+    resume_headers.insert("AIP-Stream-After", "20");
+    let payload = json!({ "envelope": status_request }).to_string();
+    let status_subject = format!("{prefix}.aip_lifecycle_v1_action_status_request");
+    let reply = tokio::time::timeout(
+        Duration::from_secs(20),
+        client.request_with_headers(status_subject.clone(), resume_headers, payload.into()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let headers = reply.headers.clone().unwrap_or_default();
+    let body: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(
+        body["envelope"]["message_type"], "aip.lifecycle.v1.action_status",
+        "{body}"
+    );
+    assert_eq!(header(&headers, "AIP-Stream-Sequence"), "20");
+    let resumed = read_stream(&mut sub).await;
+    let sequences: Vec<u64> = resumed.iter().map(|(s, _)| *s).collect();
+    assert_eq!(sequences, (21..=*final_sequence).collect::<Vec<_>>());
+    assert_eq!(
+        resumed.last().unwrap().1["message_type"],
+        "aip.core.v1.action_result"
+    );
+
+    // A resume past the stream's end is refused; a request on a stream subject is not served.
+    let mut beyond = HeaderMap::new();
+    beyond.insert("AIP-Stream-After", "1000");
+    let status_request = envelope(
+        "aip.lifecycle.v1.action_status_request",
+        json!({ "action_status_request": { "action_id": action_id } }),
+    );
+    let reply = client
+        .request_with_headers(
+            status_subject,
+            beyond,
+            json!({ "envelope": status_request }).to_string().into(),
+        )
+        .await
+        .unwrap();
+    let body: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(
+        body["envelope"]["body"]["error"]["error"]["code"], "aip.read.invalid_cursor",
+        "{body}"
+    );
+    let (_, reply) = request(&client, stream, &status_request, true).await;
+    assert_eq!(
+        reply["envelope"]["body"]["error"]["error"]["code"], "aip.core.unsupported_message_type",
         "{reply}"
     );
 }

@@ -3,6 +3,16 @@
 //! subscription per node so several nodes share the load, the `TransportMessage` wrapper (a bare envelope
 //! is accepted too) and the standard `AIP-*` headers.
 //!
+//! Streams (spec 20.4, 11.6): an admitted async or streaming action submitted here is published, chunk by
+//! chunk and then its final result, on `<prefix>.stream.<correlation-id>` (the request's `correlation_id`,
+//! else the action id; sanitised like every component). The publisher reads the persisted chunks
+//! (`Runtime::follow_action`), never the handler, so the stream is complete and ordered whichever node runs
+//! the action. Every stream message carries `AIP-Stream-Sequence` (chunk sequence; the final message is one
+//! past the last chunk; heartbeats repeat the last one) so a client can detect gaps and duplicates. A
+//! client that missed messages sends an `action_status_request` for the action with the header
+//! `AIP-Stream-After: <n>`: any node answers with the status and publishes the stream again from chunk
+//! `n + 1`.
+//!
 //! Subject access is transport authorization only (spec 20.4, 22.5): every message is authenticated
 //! (a signature by a configured trusted signer, or the principal bound to this node's NATS credentials in
 //! configuration) and then served by the same runtime entry point as HTTP, which authorizes it.
@@ -11,8 +21,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use aip_core::{Envelope, ErrorBody, Heartbeat, MessageBody};
 use aip_runtime::engine::error_reply;
-use aip_runtime::{Caller, Endpoint, Reply, Runtime, RuntimeError};
+use aip_runtime::{ActionFollower, Caller, Endpoint, Reply, Runtime, RuntimeError, StreamItem};
 use async_nats::HeaderMap;
 use futures_util::StreamExt as _;
 use serde::Deserialize;
@@ -34,6 +47,19 @@ pub const HEADER_MESSAGE_ID: &str = "AIP-Message-Id";
 pub const HEADER_SESSION_ID: &str = "AIP-Session-Id";
 /// Correlation id header (when the envelope has one).
 pub const HEADER_CORRELATION_ID: &str = "AIP-Correlation-Id";
+
+/// Stream position of a stream message: the chunk sequence; the final message is one past the last chunk
+/// and a heartbeat repeats the last chunk's sequence. Also on a resume reply (the position resumed after).
+pub const HEADER_STREAM_SEQUENCE: &str = "AIP-Stream-Sequence";
+/// `true` on the last message of a stream (the result, or an error).
+pub const HEADER_STREAM_FINAL: &str = "AIP-Stream-Final";
+/// The action a stream message belongs to.
+pub const HEADER_ACTION_ID: &str = "AIP-Action-Id";
+/// On an `action_status_request`: republish the action's stream after this chunk sequence (0 = all).
+pub const HEADER_STREAM_AFTER: &str = "AIP-Stream-After";
+
+/// Idle time after which a stream publishes a heartbeat (spec 11.9), as SSE does.
+const STREAM_HEARTBEAT: Duration = Duration::from_secs(15);
 
 /// `[nats]` configuration (docs/configuration.md). The binding is off unless `url` is set.
 #[derive(Debug, Clone, Deserialize)]
@@ -176,6 +202,16 @@ pub fn subject(prefix: &str, message_type: &str) -> String {
     format!("{prefix}.{}", sanitize(message_type))
 }
 
+/// The stream subject of `correlation_id` under `prefix`; `None` when the sanitised id is no single
+/// literal subject token (empty, a wildcard or a control character).
+pub fn stream_subject(prefix: &str, correlation_id: &str) -> Option<String> {
+    let token = sanitize(correlation_id);
+    if token.is_empty() || token.contains(['*', '>']) || token.chars().any(char::is_control) {
+        return None;
+    }
+    Some(format!("{prefix}.stream.{token}"))
+}
+
 /// Why the binding could not start.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -256,7 +292,6 @@ pub async fn start(
         auth,
         bound,
         signers,
-        stream_prefix: format!("{prefix}.stream."),
         prefix,
         max_bytes: config.limits.max_body_bytes,
     });
@@ -283,8 +318,17 @@ struct Service {
     bound: Option<Caller>,
     signers: HashMap<String, String>,
     prefix: String,
-    stream_prefix: String,
     max_bytes: usize,
+}
+
+/// An action stream to publish after the reply.
+struct Follow {
+    caller: Caller,
+    action_id: String,
+    subject: String,
+    correlation_id: Option<aip_core::CorrelationId>,
+    /// Set for a resume (created before the reply so that a bad position is refused in it).
+    follower: Option<ActionFollower>,
 }
 
 /// How the request arrived, so the reply uses the same form.
@@ -295,17 +339,20 @@ enum Form {
 }
 
 impl Service {
-    async fn serve(&self, message: async_nats::Message) {
-        // Correlation streams are published by nodes, not requests to serve.
-        if message.subject.as_str().starts_with(&self.stream_prefix) {
-            return;
-        }
+    async fn serve(self: Arc<Self>, message: async_nats::Message) {
+        // Stream messages published by nodes carry no reply subject: they are not requests.
         let Some(reply_to) = message.reply.clone() else {
             tracing::debug!(subject = %message.subject, "NATS message without a reply subject ignored");
             return;
         };
-        let (form, reply) = self.answer(&message).await;
-        let (headers, payload) = encode_reply(&reply, form);
+        let (form, reply, follow) = self.answer(&message).await;
+        let (mut headers, payload) = encode_reply(&reply, form);
+        if let Some(Follow {
+            follower: Some(f), ..
+        }) = &follow
+        {
+            headers.insert(HEADER_STREAM_SEQUENCE, f.position().to_string().as_str());
+        }
         if let Err(err) = self
             .client
             .publish_with_headers(reply_to, headers, payload.into())
@@ -313,9 +360,12 @@ impl Service {
         {
             tracing::warn!(error = %err, "NATS reply could not be published");
         }
+        if let Some(follow) = follow {
+            tokio::spawn(self.publish_stream(follow));
+        }
     }
 
-    async fn answer(&self, message: &async_nats::Message) -> (Form, Reply) {
+    async fn answer(&self, message: &async_nats::Message) -> (Form, Reply, Option<Follow>) {
         let limits = aip_core::Limits {
             max_bytes: self.max_bytes,
             ..aip_core::Limits::default()
@@ -325,7 +375,11 @@ impl Service {
         if payload.len() > self.max_bytes
             && let Err(err) = aip_core::decode_envelope(payload, &limits)
         {
-            return (Form::Bare, error_reply(None, &RuntimeError::Decode(err)));
+            return (
+                Form::Bare,
+                error_reply(None, &RuntimeError::Decode(err)),
+                None,
+            );
         }
         let (form, envelope_bytes) = match unwrap_transport(payload) {
             Some((form, bytes)) => (form, bytes),
@@ -333,8 +387,9 @@ impl Service {
         };
         let (envelope, raw) = match aip_core::decode_envelope_value(&envelope_bytes, &limits) {
             Ok(decoded) => decoded,
-            Err(err) => return (form, error_reply(None, &RuntimeError::Decode(err))),
+            Err(err) => return (form, error_reply(None, &RuntimeError::Decode(err)), None),
         };
+        let refuse = |err: RuntimeError| (form, error_reply(Some(&envelope), &err), None);
         let suffix = message
             .subject
             .as_str()
@@ -342,23 +397,182 @@ impl Service {
             .and_then(|s| s.strip_prefix('.'))
             .unwrap_or_default();
         if suffix != sanitize(envelope.message_type.as_str()) {
-            let err = RuntimeError::UnsupportedMessage(format!(
+            return refuse(RuntimeError::UnsupportedMessage(format!(
                 "subject names {suffix:?} but the envelope is {}",
                 envelope.message_type.as_str()
-            ));
-            return (form, error_reply(Some(&envelope), &err));
+            )));
         }
         let Some(caller) = self.caller(&raw) else {
-            let err = RuntimeError::Signature(
+            return refuse(RuntimeError::Signature(
                 "unsigned NATS messages are refused: no principal is bound to this connection",
-            );
-            return (form, error_reply(Some(&envelope), &err));
+            ));
         };
         let reply = self
             .runtime
             .handle(&caller, &envelope_bytes, Endpoint::Messages)
             .await;
-        (form, reply)
+        let resume_after = message
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(HEADER_STREAM_AFTER));
+        let follow = match (&reply.envelope.body, resume_after) {
+            (MessageBody::Ack(ack), _) => {
+                let action_id = ack.action_id.as_str().to_owned();
+                let correlation = envelope.correlation_id.clone();
+                self.follow(caller, action_id, correlation)
+            }
+            (MessageBody::ActionStatus(status), Some(after)) => {
+                let Ok(after) = after.as_str().trim().parse::<u64>() else {
+                    return refuse(RuntimeError::InvalidCursor);
+                };
+                let action_id = status.action_id.as_str().to_owned();
+                let Some(mut follow) =
+                    self.follow(caller, action_id, status.correlation_id.clone())
+                else {
+                    return refuse(RuntimeError::InvalidCursor);
+                };
+                match self
+                    .runtime
+                    .follow_action(&follow.caller, &follow.action_id, after, STREAM_HEARTBEAT)
+                    .await
+                {
+                    Ok(follower) => follow.follower = Some(follower),
+                    Err(err) => return refuse(err),
+                }
+                Some(follow)
+            }
+            _ => None,
+        };
+        (form, reply, follow)
+    }
+
+    /// The stream of `action_id`, named by its correlation id (else its id); `None` when that id makes no
+    /// literal subject token.
+    fn follow(
+        &self,
+        caller: Caller,
+        action_id: String,
+        correlation_id: Option<aip_core::CorrelationId>,
+    ) -> Option<Follow> {
+        let name = correlation_id
+            .as_ref()
+            .map_or(action_id.as_str(), |c| c.as_str());
+        let Some(subject) = stream_subject(&self.prefix, name) else {
+            tracing::warn!(action = %action_id, "correlation id makes no NATS subject token; not streamed");
+            return None;
+        };
+        Some(Follow {
+            caller,
+            action_id,
+            subject,
+            correlation_id,
+            follower: None,
+        })
+    }
+
+    /// Publishes the action's persisted chunks, then its result (or an error), in store order.
+    async fn publish_stream(self: Arc<Self>, follow: Follow) {
+        let Follow {
+            caller,
+            action_id,
+            subject,
+            correlation_id,
+            follower,
+        } = follow;
+        let mut follower = match follower {
+            Some(f) => f,
+            None => match self
+                .runtime
+                .follow_action(&caller, &action_id, 0, STREAM_HEARTBEAT)
+                .await
+            {
+                Ok(f) => f,
+                Err(err) => {
+                    let body = MessageBody::Error(ErrorBody {
+                        error: err.to_protocol_error(),
+                    });
+                    self.publish_item(&subject, &action_id, &correlation_id, body, 1, true)
+                        .await;
+                    return;
+                }
+            },
+        };
+        let mut beat = 0_u64;
+        loop {
+            let (body, sequence, last) = match follower.next().await {
+                Ok(Some(StreamItem::Chunk(chunk))) => {
+                    let sequence = chunk.sequence;
+                    (MessageBody::StreamChunk(chunk), sequence, false)
+                }
+                Ok(Some(StreamItem::Result(result))) => (
+                    MessageBody::ActionResult(*result),
+                    follower.position() + 1,
+                    true,
+                ),
+                Ok(Some(StreamItem::Idle)) => {
+                    beat += 1;
+                    let heartbeat = Heartbeat {
+                        sequence: beat,
+                        status: Some("streaming".into()),
+                        progress: None,
+                    };
+                    (
+                        MessageBody::Heartbeat(heartbeat),
+                        follower.position(),
+                        false,
+                    )
+                }
+                Ok(Some(_)) => continue,
+                Ok(None) => return,
+                Err(err) => (
+                    MessageBody::Error(ErrorBody {
+                        error: err.to_protocol_error(),
+                    }),
+                    follower.position() + 1,
+                    true,
+                ),
+            };
+            if !self
+                .publish_item(&subject, &action_id, &correlation_id, body, sequence, last)
+                .await
+                || last
+            {
+                return;
+            }
+        }
+    }
+
+    /// One stream message; `false` when the connection is gone.
+    async fn publish_item(
+        &self,
+        subject: &str,
+        action_id: &str,
+        correlation_id: &Option<aip_core::CorrelationId>,
+        body: MessageBody,
+        sequence: u64,
+        last: bool,
+    ) -> bool {
+        let mut envelope = Envelope::new(body);
+        // Spec 6.2: chunks and the result of one action share its correlation id.
+        envelope.correlation_id.clone_from(correlation_id);
+        let mut headers = envelope_headers(&envelope);
+        headers.insert(HEADER_ACTION_ID, action_id);
+        headers.insert(HEADER_STREAM_SEQUENCE, sequence.to_string().as_str());
+        if last {
+            headers.insert(HEADER_STREAM_FINAL, "true");
+        }
+        let payload = json!({ "envelope": envelope.to_value() }).to_string();
+        match self
+            .client
+            .publish_with_headers(subject.to_owned(), headers, payload.into())
+            .await
+        {
+            Ok(()) => true,
+            Err(err) => {
+                tracing::warn!(error = %err, action = %action_id, "NATS stream message not published");
+                false
+            }
+        }
     }
 
     /// The principal a message acts as: the trusted signer's principal when the envelope names one
@@ -393,6 +607,17 @@ fn unwrap_transport(payload: &[u8]) -> Option<(Form, Vec<u8>)> {
 /// Reply headers (spec 20.4) and payload in the request's form.
 fn encode_reply(reply: &Reply, form: Form) -> (HeaderMap, Vec<u8>) {
     let envelope = &reply.envelope;
+    let headers = envelope_headers(envelope);
+    let value = envelope.to_value();
+    let body = match form {
+        Form::Wrapped => json!({ "envelope": value }),
+        Form::Bare => value,
+    };
+    (headers, body.to_string().into_bytes())
+}
+
+/// The standard headers of `envelope` (spec 20.4).
+fn envelope_headers(envelope: &Envelope) -> HeaderMap {
     let mut headers = HeaderMap::new();
     // The only version of this runtime (spec 6.1); the envelope type admits no other.
     headers.insert(HEADER_VERSION, "1.0");
@@ -404,12 +629,7 @@ fn encode_reply(reply: &Reply, form: Form) -> (HeaderMap, Vec<u8>) {
     if let Some(correlation) = &envelope.correlation_id {
         headers.insert(HEADER_CORRELATION_ID, correlation.as_str());
     }
-    let value = envelope.to_value();
-    let body = match form {
-        Form::Wrapped => json!({ "envelope": value }),
-        Form::Bare => value,
-    };
-    (headers, body.to_string().into_bytes())
+    headers
 }
 
 async fn connect_options(nats: &NatsConfig) -> Result<async_nats::ConnectOptions, NatsError> {
