@@ -6,7 +6,8 @@
 
 mod support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use async_nats::HeaderMap;
@@ -23,20 +24,26 @@ fn nats_url(test: &str) -> Option<String> {
 
 /// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo, sleep and count.
 fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
+    let config = node_config(dir, url, trust_domain, "");
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
+
+/// The config file of such a node, with `extra` lines in its `[nats]` table.
+fn node_config(dir: &Path, url: &str, trust_domain: &str, extra: &str) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
     let token = token_file(dir, "nats.token", &id("tok"));
     let config = dir.join("aip.toml");
     std::fs::write(
         &config,
         format!(
-            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n\n\
+            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n{extra}\n\
              [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\", \"invoke:cap:demo:count\"]\n\
              token_file = \"{}\"\n",
             token.display()
         ),
     )
     .unwrap();
-    Server::start(&dir.join("data"), Some(&config), &[])
+    config
 }
 
 /// One request with the standard headers; returns the reply's headers and JSON payload.
@@ -441,4 +448,260 @@ async fn a_streaming_action_over_nats_publishes_every_chunk_in_order_then_its_re
         reply["envelope"]["body"]["error"]["error"]["code"], "aip.core.unsupported_message_type",
         "{reply}"
     );
+}
+
+const NATS_SERVER: &str = "/usr/sbin/nats-server";
+
+/// A private `nats-server` on a free loopback port with a generated config; killed on drop.
+struct PrivateNats {
+    child: Child,
+    port: u16,
+}
+
+impl PrivateNats {
+    /// `None` (after a SKIP notice) when the binary is absent.
+    fn start(dir: &Path, config: &str) -> Option<Self> {
+        if !Path::new(NATS_SERVER).exists() {
+            eprintln!("SKIP: {NATS_SERVER} is absent; the NATS connection-option tests need it");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let file = dir.join("nats-server.conf");
+        std::fs::write(&file, format!("listen: 127.0.0.1:{port}\n{config}\n")).unwrap();
+        let child = Command::new(NATS_SERVER)
+            .arg("-c")
+            .arg(&file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Self { child, port };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "nats-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(server)
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `secret` to a 0600 file.
+fn secret_file(dir: &Path, name: &str, secret: &str) -> PathBuf {
+    token_file(dir, name, secret)
+}
+
+/// `aip serve` with the matching options serves a request from a client holding the same credentials;
+/// with `wrong` options it refuses to start, saying why without the secret.
+async fn connection_option_case(
+    dir: &Path,
+    url: &str,
+    right: &str,
+    client: async_nats::ConnectOptions,
+    wrong: &str,
+    wrong_secret: &str,
+) {
+    let domain = format!("t{}", id(""));
+    let config = node_config(&dir.join("good"), url, &domain, right);
+    let _server = Server::start(&dir.join("good").join("data"), Some(&config), &[]);
+    let client = client.connect(url).await.unwrap();
+    let e = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "secured": true } } }),
+    );
+    let (_, reply) = request(
+        &client,
+        format!("aip.v1.{domain}.aip.v1.aip_core_v1_action"),
+        &e,
+        true,
+    )
+    .await;
+    assert_eq!(
+        reply["envelope"]["body"]["action_result"]["output"],
+        json!({ "secured": true }),
+        "{reply}"
+    );
+
+    // Fail closed: wrong credentials stop startup with a clear error that does not carry the secret.
+    let bad = dir.join("bad");
+    let config = node_config(&bad, url, &domain, wrong);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(bad.join("data"))
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("aip serve kept running with wrong NATS credentials");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!status.success(), "{stdout}{stderr}");
+    assert!(
+        !stdout.contains("listening"),
+        "it must not serve HTTP: {stdout}"
+    );
+    assert!(stderr.contains("nats: cannot connect"), "{stderr}");
+    assert!(
+        !stderr.contains(wrong_secret),
+        "the secret leaked: {stderr}"
+    );
+    eprintln!("refused as expected: {}", stderr.trim());
+}
+
+#[tokio::test]
+async fn a_nats_server_requiring_user_and_password_is_served_and_a_wrong_password_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let password = id("pw");
+    let Some(nats) = PrivateNats::start(
+        dir.path(),
+        &format!("authorization {{ user: \"aip\", password: \"{password}\" }}"),
+    ) else {
+        return;
+    };
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let right = secret_file(dir.path(), "pw", &password);
+    let wrong_password = id("wrongpw");
+    let wrong = secret_file(dir.path(), "wrong-pw", &wrong_password);
+    connection_option_case(
+        dir.path(),
+        &url,
+        &format!("user = \"aip\"\npassword_file = \"{}\"", right.display()),
+        async_nats::ConnectOptions::with_user_and_password("aip".into(), password),
+        &format!("user = \"aip\"\npassword_file = \"{}\"", wrong.display()),
+        &wrong_password,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_nats_server_requiring_a_token_is_served_and_a_wrong_token_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = id("natstok");
+    let Some(nats) = PrivateNats::start(
+        dir.path(),
+        &format!("authorization {{ token: \"{token}\" }}"),
+    ) else {
+        return;
+    };
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let right = secret_file(dir.path(), "tok", &token);
+    let wrong_token = id("wrongtok");
+    let wrong = secret_file(dir.path(), "wrong-tok", &wrong_token);
+    connection_option_case(
+        dir.path(),
+        &url,
+        &format!("token_file = \"{}\"", right.display()),
+        async_nats::ConnectOptions::with_token(token),
+        &format!("token_file = \"{}\"", wrong.display()),
+        &wrong_token,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_nats_server_requiring_an_nkey_is_served_and_an_unknown_nkey_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let user = nkeys::KeyPair::new_user();
+    let Some(nats) = PrivateNats::start(
+        dir.path(),
+        &format!(
+            "authorization {{ users: [ {{ nkey: \"{}\" }} ] }}",
+            user.public_key()
+        ),
+    ) else {
+        return;
+    };
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let seed = user.seed().unwrap();
+    let right = secret_file(dir.path(), "user.nk", &seed);
+    let stranger = nkeys::KeyPair::new_user().seed().unwrap();
+    let wrong = secret_file(dir.path(), "stranger.nk", &stranger);
+    connection_option_case(
+        dir.path(),
+        &url,
+        &format!("nkey_seed_file = \"{}\"", right.display()),
+        async_nats::ConnectOptions::with_nkey(seed),
+        &format!("nkey_seed_file = \"{}\"", wrong.display()),
+        &stranger,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_nats_server_requiring_tls_is_served_with_its_ca_and_refused_without_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A private CA and a server certificate for 127.0.0.1 signed by it.
+    let ca_key = rcgen::KeyPair::generate().unwrap();
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca_params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "aip test CA");
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
+    let server_key = rcgen::KeyPair::generate().unwrap();
+    let server_cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&server_key, &ca)
+        .unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let ca_file = write("ca.pem", ca.pem());
+    let cert_file = write("server.pem", server_cert.pem());
+    let key_file = write("server.key", server_key.serialize_pem());
+    let Some(nats) = PrivateNats::start(
+        dir.path(),
+        &format!(
+            "tls {{ cert_file: \"{}\", key_file: \"{}\" }}",
+            cert_file.display(),
+            key_file.display()
+        ),
+    ) else {
+        return;
+    };
+    let url = format!("tls://127.0.0.1:{}", nats.port);
+    connection_option_case(
+        dir.path(),
+        &url,
+        &format!(
+            "tls_required = true\ntls_ca_file = \"{}\"",
+            ca_file.display()
+        ),
+        async_nats::ConnectOptions::new()
+            .require_tls(true)
+            .add_root_certificates(ca_file.clone()),
+        // Without the private CA the server's certificate is not trusted.
+        "tls_required = true",
+        "BEGIN PRIVATE KEY",
+    )
+    .await;
 }
