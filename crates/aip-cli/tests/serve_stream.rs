@@ -131,7 +131,7 @@ async fn a_thousand_chunk_stream_arrives_in_order_with_ids_then_done_and_the_res
     let mut reader = submit_streaming(&admin, &action_id, json!({ "n": 1000 })).await;
     let events = reader.rest().await;
     assert_eq!(events[0].name, "ack");
-    assert_eq!(events[0].id, format!("{action_id}:0"));
+    assert!(!events[0].id.is_empty());
     let seqs = sequences(&events);
     // 1000 data chunks, a progress chunk every tenth, then done.
     assert_eq!(seqs, (1..=1101).collect::<Vec<u64>>());
@@ -145,20 +145,14 @@ async fn a_thousand_chunk_stream_arrives_in_order_with_ids_then_done_and_the_res
         })
         .collect();
     assert_eq!(data, (1..=1000).collect::<Vec<u64>>());
-    for event in &events[1..events.len() - 1] {
-        assert_eq!(
-            event.id,
-            format!(
-                "{action_id}:{}",
-                event.data["body"]["stream_chunk"]["sequence"]
-            )
-        );
-    }
+    // Ids are opaque cursors: distinct, never the action id or a sequence in clear.
+    let ids: std::collections::BTreeSet<&str> = events.iter().map(|e| e.id.as_str()).collect();
+    assert_eq!(ids.len(), events.len());
+    assert!(events.iter().all(|e| !e.id.contains(action_id.as_str())));
     let done = &events[events.len() - 2];
     assert_eq!(done.name, "done");
     let last = events.last().unwrap();
     assert_eq!(last.name, "result");
-    assert_eq!(last.id, format!("{action_id}:end"));
     assert_eq!(last.data["body"]["action_result"]["status"], "completed");
     assert_eq!(last.data["body"]["action_result"]["output"]["count"], 1000);
     // The chunks are durable: the read model serves them too.
@@ -178,7 +172,7 @@ async fn a_client_that_disconnects_resumes_with_last_event_id_and_gets_exactly_t
     let mut seen = Vec::new();
     while let Some(event) = reader.next().await {
         seen.push(event.clone());
-        if event.id == format!("{action_id}:40") {
+        if event.data["body"]["stream_chunk"]["sequence"] == 40 {
             break;
         }
     }
@@ -207,27 +201,26 @@ async fn a_stream_resumes_from_the_store_after_a_server_restart() {
         .rest()
         .await;
     assert_eq!(events.last().unwrap().name, "result");
+    let at_12 = events
+        .iter()
+        .find(|e| e.data["body"]["stream_chunk"]["sequence"] == 12)
+        .unwrap()
+        .id
+        .clone();
+    let end = events.last().unwrap().id.clone();
     server.kill();
     let server = Server::start(&data, None, &[]);
-    let rest = follow(
-        &server.admin(),
-        &action_id,
-        Some(&format!("{action_id}:12")),
-    )
-    .await
-    .rest()
-    .await;
+    let rest = follow(&server.admin(), &action_id, Some(&at_12))
+        .await
+        .rest()
+        .await;
     assert_eq!(sequences(&rest), (13..=34).collect::<Vec<u64>>());
     assert_eq!(rest.last().unwrap().name, "result");
     // After the result, a reconnect gets only the terminal result again.
-    let again = follow(
-        &server.admin(),
-        &action_id,
-        Some(&format!("{action_id}:end")),
-    )
-    .await
-    .rest()
-    .await;
+    let again = follow(&server.admin(), &action_id, Some(&end))
+        .await
+        .rest()
+        .await;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].name, "result");
 }
@@ -242,7 +235,18 @@ async fn a_foreign_or_malformed_cursor_is_a_terminal_typed_error_event() {
         .await
         .rest()
         .await;
-    for cursor in ["act_other:2", "garbage", &format!("{action_id}:999")] {
+    let other_id = id("act_");
+    let other = submit_streaming(&admin, &other_id, json!({ "n": 3 }))
+        .await
+        .rest()
+        .await;
+    // Another action's cursor, a forged one, the old clear-text form, garbage.
+    let foreign = other[1].id.clone();
+    let mut forged = foreign.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let clear = format!("{action_id}:2");
+    for cursor in [foreign.as_str(), &forged, &clear, "garbage"] {
         let events = follow(&admin, &action_id, Some(cursor)).await.rest().await;
         assert_eq!(events.len(), 1, "{cursor}");
         assert_eq!(events[0].name, "error");
@@ -358,7 +362,7 @@ async fn cancelling_a_streaming_action_from_another_connection_ends_the_stream_w
         submit_streaming(&admin, &action_id, json!({ "n": 10000, "interval_ms": 10 })).await;
     let mut events = Vec::new();
     while let Some(event) = reader.next().await {
-        let is_fifth = event.id == format!("{action_id}:5");
+        let is_fifth = event.data["body"]["stream_chunk"]["sequence"] == 5;
         events.push(event);
         if is_fifth {
             let other = server.admin();

@@ -251,7 +251,51 @@ impl ActionFollower {
     }
 }
 
+/// Where a reader stands in one action's stream (what a stream cursor encodes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamPosition {
+    /// After chunk `n` (0 = after the ack, before the first chunk).
+    After(u64),
+    /// After the final result: only the (idempotent) result is left to repeat.
+    End,
+}
+
 impl Runtime {
+    /// The opaque cursor of `position` in `action_id`'s stream as `caller` reads it (spec 16.2): bound
+    /// by the store's cursor key to this reader and this action, so it resumes on any node and after
+    /// a restart, and a cursor of another stream or reader, or a forged one, is refused.
+    pub fn stream_cursor(
+        &self,
+        caller: &Caller,
+        action_id: &str,
+        position: StreamPosition,
+    ) -> String {
+        let position = match position {
+            StreamPosition::After(n) => (0, i64::try_from(n).unwrap_or(i64::MAX)),
+            StreamPosition::End => (1, 0),
+        };
+        self.store
+            .stream_cursor(&stream_scope(caller, action_id), position)
+    }
+
+    /// The position a stream cursor stands for; `InvalidCursor` when it is malformed, forged, or
+    /// was issued for another action or reader.
+    pub fn parse_stream_cursor(
+        &self,
+        caller: &Caller,
+        action_id: &str,
+        cursor: &str,
+    ) -> Result<StreamPosition, RuntimeError> {
+        let scope = stream_scope(caller, action_id);
+        match self.store.decode_stream_cursor(&scope, cursor)? {
+            (0, n) => Ok(StreamPosition::After(
+                u64::try_from(n).map_err(|_| RuntimeError::InvalidCursor)?,
+            )),
+            (1, 0) => Ok(StreamPosition::End),
+            _ => Err(RuntimeError::InvalidCursor),
+        }
+    }
+
     /// The longest bounded wait a read may ask for (streams poll within it).
     pub fn max_wait_ms(&self) -> u64 {
         self.config.max_wait_ms
@@ -289,6 +333,16 @@ impl Runtime {
             idle,
         })
     }
+}
+
+/// The cursor scope of one reader's view of one action stream.
+fn stream_scope<'a>(caller: &'a Caller, action_id: &'a str) -> [&'a str; 4] {
+    [
+        "action",
+        caller.tenant.as_str(),
+        caller.id.as_str(),
+        action_id,
+    ]
 }
 
 /// Longest count `cap:demo:count` accepts.

@@ -117,6 +117,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             heartbeat: std::time::Duration::from_millis(limits.stream_heartbeat_ms),
             send_timeout: std::time::Duration::from_millis(limits.stream_send_timeout_ms),
             buffer_events: limits.stream_buffer_events,
+            max_frame_bytes: limits.max_body_bytes,
+            ws_max_streams: limits.ws_max_streams,
         },
     };
     let router = router(state, crate::routes::aip_routes(), limits.max_body_bytes);

@@ -121,6 +121,9 @@ pub struct Limits {
     /// Events buffered per stream connection (1..=4096).
     #[serde(default = "default_stream_buffer_events")]
     pub stream_buffer_events: usize,
+    /// Requests in flight and streams followed at once per WebSocket connection (1..=4096).
+    #[serde(default = "default_ws_max_streams")]
+    pub ws_max_streams: usize,
 }
 
 /// The built-in admin principal, whose token lives in `<data_dir>/admin.token`.
@@ -269,9 +272,10 @@ impl Config {
         if !(100..=60_000).contains(&l.stream_heartbeat_ms)
             || !(100..=600_000).contains(&l.stream_send_timeout_ms)
             || !(1..=4096).contains(&l.stream_buffer_events)
+            || !(1..=4096).contains(&l.ws_max_streams)
         {
             return Err(ConfigError::Invalid(
-                "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096".into(),
+                "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096, ws_max_streams 1..=4096".into(),
             ));
         }
         if l.max_body_bytes < 1024 {
@@ -361,6 +365,7 @@ impl Default for Limits {
             stream_heartbeat_ms: default_stream_heartbeat_ms(),
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
             stream_buffer_events: default_stream_buffer_events(),
+            ws_max_streams: default_ws_max_streams(),
         }
     }
 }
@@ -409,6 +414,10 @@ fn default_stream_send_timeout_ms() -> u64 {
 }
 
 fn default_stream_buffer_events() -> usize {
+    64
+}
+
+fn default_ws_max_streams() -> usize {
     64
 }
 

@@ -1,5 +1,5 @@
-//! Bindings over the AIP runtime: the native HTTP binding (spec 20.1), its configuration and transport
-//! authentication. The server keeps no durable state of its own.
+//! Bindings over the AIP runtime: the native HTTP binding (spec 20.1), SSE (20.2), WebSocket (20.3),
+//! NATS (20.4), their configuration and transport authentication. The server keeps no durable state of its own.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -11,3 +11,4 @@ pub mod http;
 pub mod nats;
 pub mod routes;
 pub mod sse;
+pub mod ws;

@@ -32,6 +32,7 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/actions/{action_id}/events", get(action_events))
         .route("/aip/v1/actions/{action_id}/cancel", post(cancel))
         .route("/aip/v1/events", get(events))
+        .route("/aip/v1/ws", get(crate::ws::upgrade))
         .route("/aip/v1/receipts/{chain_id}", get(receipt_chain))
         .route(
             "/aip/v1/receipts/by-receipt/{receipt_id}",

@@ -1,10 +1,12 @@
 //! Server-Sent Events binding `aip.sse.stream.v1` (spec 20.2).
 //!
 //! Every event carries an `id`, an event name from the spec's list and one compact envelope as `data`.
-//! Action streams use ids `<action_id>:<chunk sequence>` (`:0` for the ack, `:end` for the result); the
-//! global feed uses the store's opaque reader-scoped cursors. A reconnect with `Last-Event-ID` replays
-//! from the store, so it resumes on any node with no gap and no duplicate. A cursor this reader was not
-//! given is a terminal `error` event, never an empty 200 that invites a reconnect loop.
+//! Every id is an opaque cursor from the store's cursor key, bound to the reader (and, for an action
+//! stream, to that action): action streams encode the chunk position (the ack is position 0, the result
+//! the end), the global feed the event sequence. A reconnect with `Last-Event-ID` replays from the
+//! store, so it resumes on any node and after a restart with no gap and no duplicate. A cursor this
+//! reader was not given (another action's, another reader's, a forged or malformed one) is a terminal
+//! `error` event, never an empty 200 that invites a reconnect loop.
 //!
 //! Each connection has a bounded buffer; a consumer that accepts nothing for `send_timeout` is
 //! disconnected (after a best-effort `aip.transport.slow_consumer` error event).
@@ -17,7 +19,7 @@ use aip_core::{
     ActionResult, Envelope, ErrorBody, ErrorCategory, EventStream, Heartbeat, MessageBody,
     ProtocolError, StreamChunk, StreamChunkKind,
 };
-use aip_runtime::{Caller, Reply, Runtime, RuntimeError, StreamItem};
+use aip_runtime::{Caller, Reply, Runtime, RuntimeError, StreamItem, StreamPosition};
 use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -30,8 +32,12 @@ pub struct StreamLimits {
     pub heartbeat: Duration,
     /// How long a full connection buffer may stay full before the consumer is disconnected.
     pub send_timeout: Duration,
-    /// Events buffered per connection.
+    /// Events (SSE) or frames (WebSocket) queued per connection.
     pub buffer_events: usize,
+    /// Largest incoming WebSocket frame and message (the HTTP body limit).
+    pub max_frame_bytes: usize,
+    /// Requests in flight and streams followed at once per WebSocket connection (each bound).
+    pub ws_max_streams: usize,
 }
 
 impl Default for StreamLimits {
@@ -40,6 +46,8 @@ impl Default for StreamLimits {
             heartbeat: Duration::from_secs(15),
             send_timeout: Duration::from_secs(30),
             buffer_events: 64,
+            max_frame_bytes: 1024 * 1024,
+            ws_max_streams: 64,
         }
     }
 }
@@ -65,7 +73,7 @@ pub struct StreamEvent {
 }
 
 impl StreamEvent {
-    fn error(id: String, error: ProtocolError) -> Self {
+    pub(crate) fn error(id: String, error: ProtocolError) -> Self {
         Self {
             name: "error",
             id,
@@ -96,7 +104,7 @@ pub fn submitted(
                 let action_id = ack.action_id.as_str().to_owned();
                 let first = StreamEvent {
                     name: "ack",
-                    id: format!("{action_id}:0"),
+                    id: runtime.stream_cursor(&caller, &action_id, StreamPosition::After(0)),
                     envelope: envelope.clone(),
                 };
                 if !tx.send(first).await {
@@ -105,7 +113,8 @@ pub fn submitted(
                 follow(&runtime, &caller, &action_id, 0, &tx, limits).await;
             }
             MessageBody::ActionResult(result) => {
-                let id = format!("{}:end", result.action_id.as_str());
+                let id =
+                    runtime.stream_cursor(&caller, result.action_id.as_str(), StreamPosition::End);
                 let _ = tx
                     .send(StreamEvent {
                         name: "result",
@@ -148,36 +157,46 @@ pub fn action_stream(
     let caller = caller.clone();
     let last = last_event_id(headers);
     spawn_stream(limits, move |tx| async move {
-        let after = match last.as_deref().map(|id| parse_action_id(id, &action_id)) {
-            None => Ok(Some(0)),
-            Some(parsed) => parsed,
+        let position = match last.as_deref() {
+            None => Ok(StreamPosition::After(0)),
+            Some(id) => runtime.parse_stream_cursor(&caller, &action_id, id),
         };
-        match after {
-            Ok(Some(after)) => follow(&runtime, &caller, &action_id, after, &tx, limits).await,
-            // After the result: repeat only the (idempotent) terminal result.
-            Ok(None) => match runtime.action_result(&caller, &action_id, None).await {
-                Ok(result) => {
-                    let _ = tx.send(result_event(&action_id, result)).await;
-                }
-                Err(err) => {
-                    let _ = tx
-                        .send(StreamEvent::error(
-                            format!("{action_id}:error"),
-                            err.to_protocol_error(),
-                        ))
-                        .await;
-                }
-            },
-            Err(err) => {
+        resume(&runtime, &caller, &action_id, position, &tx, limits).await;
+    })
+}
+
+/// Continues one action's stream from a parsed position: chunks and the result after a chunk, only
+/// the (idempotent) terminal result after the end, a terminal error for a refused cursor.
+pub(crate) async fn resume<S: EventSink>(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    action_id: &str,
+    position: Result<StreamPosition, RuntimeError>,
+    tx: &S,
+    limits: StreamLimits,
+) {
+    match position {
+        Ok(StreamPosition::After(after)) => {
+            follow(runtime, caller, action_id, after, tx, limits).await;
+        }
+        Ok(StreamPosition::End) => match runtime.action_result(caller, action_id, None).await {
+            Ok(result) => {
                 let _ = tx
-                    .send(StreamEvent::error(
-                        format!("{action_id}:error"),
-                        err.to_protocol_error(),
-                    ))
+                    .send(result_event(runtime, caller, action_id, result))
                     .await;
             }
+            Err(err) => {
+                let _ = tx
+                    .send(StreamEvent::error("error".into(), err.to_protocol_error()))
+                    .await;
+            }
+        },
+        Err(err) => {
+            let _ = tx
+                .send(StreamEvent::error("error".into(), err.to_protocol_error()))
+                .await;
         }
-    })
+    }
 }
 
 /// `GET /aip/v1/events` as an event stream of the reader's events (one `message` event per event,
@@ -238,13 +257,19 @@ pub fn event_feed(
     })
 }
 
+/// Where a stream's events go: an SSE connection's buffer or a WebSocket connection's queue.
+pub(crate) trait EventSink: Sync {
+    /// Queues one event; `false` when the consumer left or stalled (the stream then stops).
+    fn send(&self, event: StreamEvent) -> impl std::future::Future<Output = bool> + Send;
+}
+
 /// Sends chunks and the result of one action after chunk `after`, with heartbeats while idle.
-async fn follow(
+pub(crate) async fn follow<S: EventSink>(
     runtime: &Arc<Runtime>,
     caller: &Caller,
     action_id: &str,
     after: u64,
-    tx: &Sender,
+    tx: &S,
     limits: StreamLimits,
 ) {
     let mut follower = match runtime
@@ -254,10 +279,7 @@ async fn follow(
         Ok(f) => f,
         Err(err) => {
             let _ = tx
-                .send(StreamEvent::error(
-                    format!("{action_id}:error"),
-                    err.to_protocol_error(),
-                ))
+                .send(StreamEvent::error("error".into(), err.to_protocol_error()))
                 .await;
             return;
         }
@@ -265,15 +287,25 @@ async fn follow(
     let mut beat = 0_u64;
     loop {
         let event = match follower.next().await {
-            Ok(Some(StreamItem::Chunk(chunk))) => chunk_event(chunk),
-            Ok(Some(StreamItem::Result(result))) => result_event(action_id, *result),
+            Ok(Some(StreamItem::Chunk(chunk))) => chunk_event(runtime, caller, chunk),
+            Ok(Some(StreamItem::Result(result))) => {
+                result_event(runtime, caller, action_id, *result)
+            }
             Ok(Some(StreamItem::Idle)) => {
                 beat += 1;
-                heartbeat_event(format!("{action_id}:{}", follower.position()), beat)
+                let at = StreamPosition::After(follower.position());
+                heartbeat_event(runtime.stream_cursor(caller, action_id, at), beat)
             }
             Ok(None) => return,
             Ok(Some(_)) => continue,
-            Err(err) => StreamEvent::error(format!("{action_id}:error"), stream_error(&err)),
+            Err(err) => {
+                // The id resumes where the stream stopped, so a transient failure can be retried.
+                let at = StreamPosition::After(follower.position());
+                StreamEvent::error(
+                    runtime.stream_cursor(caller, action_id, at),
+                    stream_error(&err),
+                )
+            }
         };
         let terminal = matches!(event.name, "result" | "error");
         if !tx.send(event).await || terminal {
@@ -282,8 +314,12 @@ async fn follow(
     }
 }
 
-fn chunk_event(chunk: StreamChunk) -> StreamEvent {
-    let id = format!("{}:{}", chunk.action_id.as_str(), chunk.sequence);
+fn chunk_event(runtime: &Runtime, caller: &Caller, chunk: StreamChunk) -> StreamEvent {
+    let id = runtime.stream_cursor(
+        caller,
+        chunk.action_id.as_str(),
+        StreamPosition::After(chunk.sequence),
+    );
     let name = if chunk.kind == StreamChunkKind::Done {
         "done"
     } else {
@@ -296,10 +332,15 @@ fn chunk_event(chunk: StreamChunk) -> StreamEvent {
     }
 }
 
-fn result_event(action_id: &str, result: ActionResult) -> StreamEvent {
+fn result_event(
+    runtime: &Runtime,
+    caller: &Caller,
+    action_id: &str,
+    result: ActionResult,
+) -> StreamEvent {
     StreamEvent {
         name: "result",
-        id: format!("{action_id}:end"),
+        id: runtime.stream_cursor(caller, action_id, StreamPosition::End),
         envelope: Envelope::new(MessageBody::ActionResult(result)),
     }
 }
@@ -320,22 +361,6 @@ fn stream_error(err: &RuntimeError) -> ProtocolError {
     err.to_protocol_error()
 }
 
-/// `Ok(Some(seq))` to resume after a chunk, `Ok(None)` after the result; another action's id or a
-/// malformed id is `InvalidCursor` (spec 16.2: cursors are scoped to their stream).
-fn parse_action_id(id: &str, action_id: &str) -> Result<Option<u64>, RuntimeError> {
-    let (owner, position) = id.rsplit_once(':').ok_or(RuntimeError::InvalidCursor)?;
-    if owner != action_id {
-        return Err(RuntimeError::InvalidCursor);
-    }
-    if position == "end" {
-        return Ok(None);
-    }
-    position
-        .parse::<u64>()
-        .map(Some)
-        .map_err(|_| RuntimeError::InvalidCursor)
-}
-
 fn last_event_id(headers: &HeaderMap) -> Option<String> {
     headers
         .get("last-event-id")
@@ -351,9 +376,9 @@ pub(crate) struct Sender {
     send_timeout: Duration,
 }
 
-impl Sender {
+impl EventSink for Sender {
     /// Queues one event; `false` when the consumer left or stalled past the send timeout.
-    pub(crate) async fn send(&self, event: StreamEvent) -> bool {
+    async fn send(&self, event: StreamEvent) -> bool {
         match self.inner.send_timeout(event, self.send_timeout).await {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {

@@ -389,6 +389,14 @@ macro_rules! sql_store_impl {
                 $crate::store::ChangeWatch::new(self.changes.subscribe())
             }
 
+            fn stream_cursor(&self, scope: &[&str], position: (i64, i64)) -> String {
+                self.key.encode($crate::cursor::CursorKind::Stream, scope, position)
+            }
+
+            fn decode_stream_cursor(&self, scope: &[&str], cursor: &str) -> $crate::error::StoreResult<(i64, i64)> {
+                self.key.decode($crate::cursor::CursorKind::Stream, scope, cursor)
+            }
+
             async fn admit(&self, a: $crate::model::Admission) -> $crate::error::StoreResult<$crate::model::AdmissionOutcome> {
                 use $crate::model::{AdmissionOutcome, CollisionBehavior};
                 use $crate::error::StoreError;

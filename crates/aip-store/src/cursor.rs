@@ -22,6 +22,8 @@ pub(crate) enum CursorKind {
     Actions,
     Sessions,
     Audit,
+    /// A position in a followed stream (an action's chunks as one reader sees them).
+    Stream,
 }
 
 impl CursorKind {
@@ -31,6 +33,7 @@ impl CursorKind {
             CursorKind::Actions => b"actions",
             CursorKind::Sessions => b"sessions",
             CursorKind::Audit => b"audit",
+            CursorKind::Stream => b"stream",
         }
     }
 }
@@ -176,6 +179,25 @@ mod tests {
         ));
         assert!(matches!(
             key().decode(CursorKind::Events, &["t1", "p1"], &c),
+            Err(StoreError::ForeignCursor)
+        ));
+    }
+
+    #[test]
+    fn a_stream_cursor_is_never_a_list_cursor_and_stays_bound_to_its_stream() {
+        let k = key();
+        let c = k.encode(CursorKind::Stream, &["action", "t", "p", "act_1"], (0, 12));
+        assert_eq!(
+            k.decode(CursorKind::Stream, &["action", "t", "p", "act_1"], &c)
+                .unwrap(),
+            (0, 12)
+        );
+        assert!(matches!(
+            k.decode(CursorKind::Stream, &["action", "t", "p", "act_2"], &c),
+            Err(StoreError::ForeignCursor)
+        ));
+        assert!(matches!(
+            k.decode(CursorKind::Events, &["action", "t", "p", "act_1"], &c),
             Err(StoreError::ForeignCursor)
         ));
     }

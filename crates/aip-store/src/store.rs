@@ -24,6 +24,16 @@ pub trait Store: Send + Sync + 'static {
     /// any node). Subscribe before querying, then wait on it, so `wait_ms` needs no busy loop.
     fn watch_changes(&self) -> ChangeWatch;
 
+    /// An opaque cursor at `position` of a followed stream named by `scope` (for example an action's
+    /// chunk stream as one reader sees it; spec 16.2, 20.2). HMAC-bound like the list cursors, so a
+    /// client can neither forge it nor move it to another stream or reader, and every node of this
+    /// store accepts it.
+    fn stream_cursor(&self, scope: &[&str], position: (i64, i64)) -> String;
+
+    /// The position of a cursor from [`Store::stream_cursor`] issued for `scope`: malformed →
+    /// `InvalidCursor`; issued for another scope or store → `ForeignCursor`.
+    fn decode_stream_cursor(&self, scope: &[&str], cursor: &str) -> StoreResult<(i64, i64)>;
+
     // ---- actions (spec 9.5, 11.3, 11.5) ----
 
     /// Durable admission in one transaction: idempotency reservation, action row, receipts, events
