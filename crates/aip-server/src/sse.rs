@@ -8,11 +8,13 @@
 //! reader was not given (another action's, another reader's, a forged or malformed one) is a terminal
 //! `error` event, never an empty 200 that invites a reconnect loop.
 //!
-//! Each connection has a bounded buffer; a consumer that accepts nothing for `send_timeout` is
-//! disconnected (after a best-effort `aip.transport.slow_consumer` error event).
+//! Each connection has a bounded buffer; a consumer that accepts nothing for `send_timeout` is cut
+//! off: what is still queued is dropped and the response ends with an `aip.transport.slow_consumer`
+//! error event, which the consumer reads after the events already in flight.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use aip_core::{
@@ -374,6 +376,7 @@ fn last_event_id(headers: &HeaderMap) -> Option<String> {
 pub(crate) struct Sender {
     inner: mpsc::Sender<StreamEvent>,
     send_timeout: Duration,
+    stalled: Arc<AtomicBool>,
 }
 
 impl EventSink for Sender {
@@ -383,20 +386,23 @@ impl EventSink for Sender {
             Ok(()) => true,
             Err(mpsc::error::SendTimeoutError::Timeout(_)) => {
                 metrics::counter!("aip_stream_slow_consumer_total").increment(1);
-                let error = ProtocolError::new(
-                    "aip.transport.slow_consumer",
-                    ErrorCategory::Transport,
-                    "the consumer did not keep up; the stream was closed (resume with Last-Event-ID)",
-                );
-                // Best effort: only delivered if the buffer drained meanwhile.
-                let _ = self
-                    .inner
-                    .try_send(StreamEvent::error("slow_consumer".into(), error));
+                // The response skips what is still queued and ends with the typed error, which the
+                // consumer reads as soon as it reads again (the connection holds nothing more).
+                self.stalled.store(true, Ordering::Release);
                 false
             }
             Err(mpsc::error::SendTimeoutError::Closed(_)) => false,
         }
     }
+}
+
+fn slow_consumer_event() -> StreamEvent {
+    let error = ProtocolError::new(
+        "aip.transport.slow_consumer",
+        ErrorCategory::Transport,
+        "the consumer did not keep up; the stream was closed (resume with Last-Event-ID)",
+    );
+    StreamEvent::error("slow_consumer".into(), error)
 }
 
 fn spawn_stream<F, Fut>(limits: StreamLimits, produce: F) -> Response
@@ -405,15 +411,31 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel::<StreamEvent>(limits.buffer_events.max(1));
+    let stalled = Arc::new(AtomicBool::new(false));
     let sender = Sender {
         inner: tx,
         send_timeout: limits.send_timeout,
+        stalled: Arc::clone(&stalled),
     };
     tokio::spawn(produce(sender));
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|event| (Ok::<Event, Infallible>(event.to_sse()), rx))
+    let stream = futures_util::stream::unfold(Some(rx), move |rx| {
+        let stalled = Arc::clone(&stalled);
+        async move {
+            let mut rx = rx?;
+            let event = if stalled.load(Ordering::Acquire) {
+                None
+            } else {
+                rx.recv().await
+            };
+            match event {
+                Some(event) => Some((Ok::<Event, Infallible>(event.to_sse()), Some(rx))),
+                // Stalled: drop the queue, send the typed error, end.
+                None if stalled.load(Ordering::Acquire) => {
+                    Some((Ok(slow_consumer_event().to_sse()), None))
+                }
+                None => None,
+            }
+        }
     });
     // Transport-level keep-alive comments in addition to the protocol heartbeats.
     Sse::new(stream)

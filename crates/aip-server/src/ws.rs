@@ -21,8 +21,9 @@
 //!   subscriptions); the server pings an idle connection every heartbeat interval.
 //! - Outbound frames go through one bounded queue per connection. A consumer that lets it stay full,
 //!   or whose socket accepts nothing, for `send_timeout` is disconnected with close code 1008 and reason
-//!   `aip.transport.slow_consumer`: the server never buffers without bound. Incoming frames are
-//!   limited to the HTTP body limit.
+//!   `aip.transport.slow_consumer` (queued frames are dropped; the close frame gets the larger of
+//!   `send_timeout` and 5 s to reach the peer, then the TCP connection is dropped): the server never
+//!   buffers without bound. Incoming frames are limited to the HTTP body limit.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +47,8 @@ pub const PROFILE: &str = "aip.websocket.stream.v1";
 
 /// Close code of a policy-driven disconnect (RFC 6455 7.4.1).
 const CLOSE_POLICY: u16 = 1008;
+/// Shortest time given to a closing frame to reach a slow peer.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
 /// `GET /aip/v1/ws`: upgrades an authenticated request to an `aip.websocket.stream.v1` connection.
 pub async fn upgrade(
@@ -152,7 +155,7 @@ async fn serve_connection(
         close: Arc::new(close_tx),
         send_timeout: limits.send_timeout,
     };
-    let writer = tokio::spawn(write_loop(sink, rx, close_rx.clone(), limits));
+    let writer = tokio::spawn(write_loop(sink, rx, Arc::clone(&conn.close), limits));
     // Requests in flight at once; reading pauses (backpressure) while all are taken.
     let inflight = Arc::new(Semaphore::new(limits.ws_max_streams.max(1)));
     // Streams followed at once on this connection.
@@ -212,9 +215,10 @@ async fn serve_connection(
 async fn write_loop(
     mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
     mut rx: mpsc::Receiver<Message>,
-    mut close: watch::Receiver<Closing>,
+    closer: Arc<watch::Sender<Closing>>,
     limits: StreamLimits,
 ) {
+    let mut close = closer.subscribe();
     let mut ping = tokio::time::interval(limits.heartbeat);
     ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ping.tick().await;
@@ -242,11 +246,20 @@ async fn write_loop(
             }
         }
     };
-    // Producers blocked on the queue stop at once; the queued frames are dropped, not delivered.
+    // The reader and every producer stop too; the queued frames are dropped, not delivered.
+    closer.send_if_modified(|state| {
+        let open = *state == Closing::Open;
+        if open {
+            *state = reason;
+        }
+        open
+    });
     rx.close();
-    // Best effort within one more send timeout: a stalled peer may never read it. `close` also flushes
-    // the reply tungstenite queued to a peer's close frame.
-    let _ = tokio::time::timeout(limits.send_timeout, async {
+    drop(rx);
+    // Best effort within a grace period: a stalled peer may never read it. `close` also flushes the
+    // reply tungstenite queued to a peer's close frame. Nothing more is queued meanwhile.
+    let grace = limits.send_timeout.max(CLOSE_GRACE);
+    let _ = tokio::time::timeout(grace, async {
         if reason == Closing::SlowConsumer {
             let frame = CloseFrame {
                 code: CLOSE_POLICY,
