@@ -199,3 +199,87 @@ async fn signed_envelopes_are_verified_skew_checked_and_replays_stay_rejected_ac
         "aip.security.replay"
     );
 }
+
+#[tokio::test]
+async fn cancelling_a_session_cancels_its_running_actions_and_reports_what_it_requested() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let hello = envelope(
+        "aip.core.v1.handshake",
+        json!({ "handshake": { "client": { "id": "admin", "kind": "human" }, "purpose": "e2e cancel", "profiles": [] } }),
+    );
+    let (_, reply) = admin.post("/aip/v1/messages", &hello).await;
+    let session_id = reply["body"]["handshake_response"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let in_session = |input: Value, mode: &str, action_id: &str| {
+        let mut e = envelope(
+            "aip.core.v1.action",
+            json!({ "action": { "id": action_id, "capability_id": "cap:demo:sleep", "mode": mode, "input": input } }),
+        );
+        e["session_id"] = json!(session_id);
+        e
+    };
+    let first = id("act_");
+    let second = id("act_");
+    for a in [&first, &second] {
+        let (status, reply) = admin
+            .post(
+                "/aip/v1/actions",
+                &in_session(json!({ "ms": 60000 }), "async", a),
+            )
+            .await;
+        assert_eq!(status, 202, "{reply}");
+    }
+    let (status, view) = admin.get(&format!("/aip/v1/sessions/{session_id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(view["active_action_count"], 2, "{view}");
+
+    let cancel = envelope(
+        "aip.core.v1.cancel",
+        json!({ "cancel": { "target": { "session": session_id }, "reason": "user left" } }),
+    );
+    let (status, reply) = admin.post("/aip/v1/messages", &cancel).await;
+    assert_eq!(status, 202, "{reply}");
+    let mut requested: Vec<String> = reply["extensions"]["cancel"]["requested"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    requested.sort();
+    let mut expected = vec![first.clone(), second.clone()];
+    expected.sort();
+    assert_eq!(requested, expected);
+    for listed in reply["body"]["action_list"]["actions"].as_array().unwrap() {
+        assert!(
+            ["cancelling", "cancelled"].contains(&listed["state"].as_str().unwrap()),
+            "{listed}"
+        );
+    }
+    for a in [&first, &second] {
+        let view = admin.wait_terminal(a).await;
+        assert_eq!(view["state"], "cancelled", "{view}");
+        assert_eq!(view["result"]["status"], "cancelled");
+    }
+    let (_, view) = admin.get(&format!("/aip/v1/sessions/{session_id}")).await;
+    assert_eq!(view["active_action_count"], 0, "{view}");
+    assert_eq!(view["status"], "active");
+
+    // The plain route does the same; with nothing open it requests nothing.
+    let (status, outcome) = admin
+        .post(
+            &format!("/aip/v1/sessions/{session_id}/cancel"),
+            &json!({ "reason": "again" }),
+        )
+        .await;
+    assert_eq!(status, 202, "{outcome}");
+    assert_eq!(outcome["requested"], json!([]));
+    assert_eq!(outcome["session_id"], json!(session_id));
+
+    let (status, reply) = admin.get("/aip/v1/sessions?bogus=1").await;
+    assert_eq!(status, 400, "{reply}");
+    assert_eq!(reply["error"]["code"], "aip.read.invalid_query");
+}

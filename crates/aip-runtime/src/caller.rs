@@ -52,6 +52,12 @@ impl Caller {
         owner == self.id || self.reads_whole_tenant()
     }
 
+    /// Whether the caller may cancel work owned by `owner` in `tenant`: its own, or any of its tenant's
+    /// with the all scope. Reading the whole tenant (`read:tenant`) does not grant it (spec 22.5).
+    pub fn may_cancel(&self, tenant: &str, owner: &str) -> bool {
+        tenant == self.tenant && (owner == self.id || self.has(SCOPE_ALL))
+    }
+
     /// Whether the caller reads all objects of its tenant.
     pub fn reads_whole_tenant(&self) -> bool {
         self.has(SCOPE_ALL) || self.has(SCOPE_READ_TENANT)
@@ -93,6 +99,14 @@ mod tests {
         let c = caller(&["*"]);
         assert!(!c.may_read("t2", "svc:a"));
         assert!(c.may_read("t1", "svc:b"));
+    }
+
+    #[test]
+    fn a_tenant_wide_reader_may_not_cancel_another_principals_work() {
+        assert!(!caller(&["read:tenant"]).may_cancel("t1", "svc:b"));
+        assert!(caller(&["read:tenant"]).may_cancel("t1", "svc:a"));
+        assert!(caller(&["*"]).may_cancel("t1", "svc:b"));
+        assert!(!caller(&["*"]).may_cancel("t2", "svc:a"));
     }
 
     #[test]

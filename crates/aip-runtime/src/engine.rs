@@ -752,6 +752,9 @@ impl Runtime {
         reason: Option<&str>,
     ) -> Result<aip_core::ActionStatus, RuntimeError> {
         let record = self.visible_action(caller, action_id).await?;
+        if !caller.may_cancel(&record.tenant, &record.principal) {
+            return Err(RuntimeError::CancelDenied("this action"));
+        }
         if record.state.is_terminal() {
             return Err(RuntimeError::Terminal(record.state.as_str().to_owned()));
         }
@@ -832,9 +835,10 @@ impl Runtime {
                     Envelope::reply_to(envelope, MessageBody::ActionStatus(status)),
                 ))
             }
-            CancelTarget::Session(_) => Err(RuntimeError::UnsupportedMessage(
-                "session cancellation".into(),
-            )),
+            CancelTarget::Session(id) => Ok(self
+                .cancel_session(caller, id.as_str(), cancel.reason.as_deref())
+                .await?
+                .reply(envelope)),
         }
     }
 

@@ -20,6 +20,9 @@ pub enum RuntimeError {
     /// The caller's scopes do not allow invoking the capability (spec 22.5).
     #[error("the caller may not invoke {0}")]
     ScopeDenied(String),
+    /// The caller may see the work but not cancel it (another principal's, without the all scope).
+    #[error("the caller may not cancel {0}")]
+    CancelDenied(&'static str),
     /// The action input does not satisfy the capability input schema (spec 11.3 step 4).
     #[error("action input does not match the capability input schema: {0}")]
     InvalidInput(String),
@@ -96,7 +99,9 @@ impl RuntimeError {
             RuntimeError::Decode(e) => e.code(),
             RuntimeError::UnsupportedMessage(_) => "aip.core.unsupported_message_type",
             RuntimeError::UnknownCapability(_) => "aip.discovery.capability_not_found",
-            RuntimeError::ScopeDenied(_) => "aip.policy.scope_denied",
+            RuntimeError::ScopeDenied(_) | RuntimeError::CancelDenied(_) => {
+                "aip.policy.scope_denied"
+            }
             RuntimeError::InvalidInput(_) => "aip.action.invalid_input",
             RuntimeError::UnsupportedMode(_) => "aip.action.unsupported_mode",
             RuntimeError::InvalidTimeout(_) => "aip.action.invalid_timeout",
@@ -127,9 +132,9 @@ impl RuntimeError {
             | RuntimeError::ClockSkew
             | RuntimeError::Replay
             | RuntimeError::ResumeTokenInvalid => ErrorCategory::Auth,
-            RuntimeError::ScopeDenied(_) | RuntimeError::ApprovalUnavailable => {
-                ErrorCategory::Policy
-            }
+            RuntimeError::ScopeDenied(_)
+            | RuntimeError::CancelDenied(_)
+            | RuntimeError::ApprovalUnavailable => ErrorCategory::Policy,
             RuntimeError::Storage(_) => ErrorCategory::Temporary,
             _ => ErrorCategory::Permanent,
         }

@@ -4,19 +4,21 @@
 use std::collections::BTreeMap;
 
 use aip_core::{
-    CapabilityId, Envelope, Handshake, HandshakeResponse, HandshakeStatus, PrincipalKind,
-    ProfileId, SessionId, SessionList, SessionResume, SessionView, Timestamp,
+    ActionId, ActionList, ActionStatus, CapabilityId, Envelope, Handshake, HandshakeResponse,
+    HandshakeStatus, MessageBody, PrincipalKind, ProfileId, SessionId, SessionList, SessionResume,
+    SessionView, Timestamp,
 };
 use aip_store::{
-    EventQuery, Limit, NewEvent, NewSession, SessionQuery, SessionRecord, SessionState,
-    SessionTransition, StoreError,
+    ActionQuery, EventQuery, Limit, NewEvent, NewSession, SessionQuery, SessionRecord,
+    SessionState, SessionTransition, StoreError,
 };
 use base64::Engine;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::clock::now_ms;
-use crate::engine::Runtime;
+use crate::engine::{Reply, Runtime};
 use crate::error::RuntimeError;
 use crate::registry::NATIVE_HTTP_PROFILE;
 
@@ -25,7 +27,123 @@ pub const SESSION_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Heartbeat interval offered in the handshake response (spec 11.9).
 pub const HEARTBEAT_INTERVAL_MS: u64 = 30_000;
 
+/// What a session-wide cancellation requested (spec 11.8). Cancellation is a request: each action is
+/// reported in the state the store holds once its intent was recorded, `cancelling` until its handler
+/// (or, for never-started work, the runtime as owner) confirms, `cancelled` after.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SessionCancellation {
+    /// The session.
+    pub session_id: SessionId,
+    /// Actions whose cancellation was requested: intent recorded durably and the handler signalled.
+    pub requested: Vec<ActionStatus>,
+    /// Non-terminal actions whose capability cannot be cancelled; they run on to their own outcome.
+    pub not_cancellable: Vec<ActionId>,
+}
+
+impl SessionCancellation {
+    /// The native reply: an `ActionList` of the requested actions (202), the whole outcome repeated in
+    /// `extensions.cancel` so that the actions left running are named too.
+    pub fn reply(&self, request: &Envelope) -> Reply {
+        let list = ActionList {
+            total_size: self.requested.len() as u64,
+            actions: self.requested.clone(),
+            cursor: None,
+        };
+        let mut envelope = Envelope::reply_to(request, MessageBody::ActionList(list));
+        let requested: Vec<&ActionId> = self.requested.iter().map(|a| &a.action_id).collect();
+        envelope.extensions = Some(json!({ "cancel": {
+            "target": { "session": self.session_id },
+            "requested": requested,
+            "not_cancellable": self.not_cancellable,
+        } }));
+        Reply {
+            status: 202,
+            envelope,
+        }
+    }
+}
+
 impl Runtime {
+    /// Session-wide cancellation (spec 11.8, `Cancel.target = {"session": id}`): requests cancellation of
+    /// every non-terminal action of the session that `caller` may see, each exactly like an action cancel
+    /// (durable intent, handler signalled, `cancelled` only once confirmed). The session itself stays
+    /// open; close it to refuse new actions.
+    pub async fn cancel_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+        reason: Option<&str>,
+    ) -> Result<SessionCancellation, RuntimeError> {
+        let session = self.visible_session(caller, session_id).await?;
+        // A session's actions are all its owner's (admission checks it), so one check covers them.
+        if !caller.may_cancel(&session.tenant, &session.principal) {
+            return Err(RuntimeError::CancelDenied("this session"));
+        }
+        let query = ActionQuery {
+            tenant: caller.tenant.clone(),
+            principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
+            session_id: Some(session.session_id.clone()),
+            state: None,
+            capability: None,
+        };
+        let mut requested = Vec::new();
+        let mut not_cancellable = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .list_actions(&query, cursor.as_deref(), Limit::max())
+                .await?;
+            if page.items.is_empty() {
+                break;
+            }
+            for record in page.items.iter().filter(|r| !r.state.is_terminal()) {
+                match self.cancel(caller, &record.action_id, reason).await {
+                    Ok(status) => requested.push(status),
+                    Err(RuntimeError::NotCancellable) => {
+                        not_cancellable.push(ActionId::new(record.action_id.clone()));
+                    }
+                    // It finished between the list and the request: nothing left to cancel.
+                    Err(RuntimeError::Terminal(_)) => {}
+                    Err(err) => return Err(err),
+                }
+            }
+            cursor = Some(page.next_cursor);
+        }
+        let now = now_ms();
+        let owner = Caller {
+            id: session.principal.clone(),
+            kind: String::new(),
+            tenant: session.tenant.clone(),
+            scopes: Vec::new(),
+            issuer: String::new(),
+        };
+        let event = self.session_record_event(
+            "aip.session.cancel_requested",
+            &owner,
+            &session,
+            json!({ "requested_by": caller.id, "reason": reason, "requested": requested.len(), "not_cancellable": not_cancellable.len() }),
+            now,
+        );
+        self.store.append_events(vec![event]).await?;
+        let _ = self
+            .store
+            .append_audit(aip_store::NewAudit {
+                audit_id: aip_core::generate_with_prefix("aud_"),
+                tenant: caller.tenant.clone(),
+                actor: caller.id.clone(),
+                action_label: "session.cancel_requested".into(),
+                occurred_at_ms: now,
+                data: json!({ "session_id": session.session_id, "requested": requested.len() }),
+            })
+            .await;
+        Ok(SessionCancellation {
+            session_id: SessionId::new(session.session_id),
+            requested,
+            not_cancellable,
+        })
+    }
+
     /// Negotiate a session (spec 10.1-10.2). The claimed `client` principal must be the authenticated one.
     pub async fn handshake(
         &self,
@@ -175,7 +293,7 @@ impl Runtime {
         session_id: &str,
     ) -> Result<SessionView, RuntimeError> {
         let session = self.visible_session(caller, session_id).await?;
-        Ok(self.session_view(&session))
+        self.session_view_for(caller, &session).await
     }
 
     /// Sessions visible to `caller`; filters never broaden visibility.
@@ -200,8 +318,12 @@ impl Runtime {
             state,
         };
         let page = self.store.list_sessions(&query, cursor, limit).await?;
+        let mut sessions = Vec::with_capacity(page.items.len());
+        for s in &page.items {
+            sessions.push(self.session_view_for(caller, s).await?);
+        }
         Ok(SessionList {
-            sessions: page.items.iter().map(|s| self.session_view(s)).collect(),
+            sessions,
             cursor: Some(page.next_cursor),
         })
     }
@@ -268,7 +390,7 @@ impl Runtime {
                 data: json!({ "session_id": session_id }),
             })
             .await;
-        Ok(self.session_view(&current))
+        self.session_view_for(caller, &current).await
     }
 
     async fn transition_session(
@@ -327,14 +449,32 @@ impl Runtime {
         };
         let page = self.store.list_events(&query, cursor, Limit::max()).await?;
         Ok(SessionResume {
-            session: self.session_view(&resumed),
+            session: self.session_view_for(caller, &resumed).await?,
             replayed_events: page.items.iter().map(crate::read::event_view).collect(),
             next_cursor: Some(page.next_cursor),
             resume_token: Some(replacement),
         })
     }
 
-    fn session_view(&self, s: &SessionRecord) -> SessionView {
+    /// The view of `s` as `caller` sees it: `active_action_count` counts only the non-terminal actions
+    /// of the session that this reader may see (spec 10.4, 16.3: no hidden counts).
+    async fn session_view_for(
+        &self,
+        caller: &Caller,
+        s: &SessionRecord,
+    ) -> Result<SessionView, RuntimeError> {
+        let query = ActionQuery {
+            tenant: caller.tenant.clone(),
+            principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
+            session_id: Some(s.session_id.clone()),
+            state: None,
+            capability: None,
+        };
+        let active = self.store.count_active_actions(&query).await?;
+        Ok(self.session_view(s, active))
+    }
+
+    fn session_view(&self, s: &SessionRecord, active_action_count: u64) -> SessionView {
         let status = serde_json::from_value(Value::String(s.state.as_str().to_owned()))
             .unwrap_or(aip_core::SessionState::New);
         let kind = s
@@ -359,7 +499,7 @@ impl Runtime {
             created_at: ts(s.created_at_ms),
             updated_at: ts(s.updated_at_ms),
             expires_at: s.expires_at_ms.map(ts),
-            active_action_count: 0,
+            active_action_count,
             links,
         }
     }

@@ -6,13 +6,14 @@ use aip_runtime::read::ActionListQuery;
 use aip_runtime::{Caller, Endpoint, Reply, Runtime, RuntimeError};
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Extension, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 use crate::http::AppState;
@@ -42,6 +43,7 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/sessions", get(sessions))
         .route("/aip/v1/sessions/{session_id}", get(session))
         .route("/aip/v1/sessions/{session_id}/close", post(close_session))
+        .route("/aip/v1/sessions/{session_id}/cancel", post(cancel_session))
         .route("/aip/v1/sessions/{session_id}/resume", post(resume_session))
 }
 
@@ -139,14 +141,29 @@ fn runtime_error(err: &RuntimeError) -> Response {
         .into_response()
 }
 
-fn bad_query(rejection: &QueryRejection) -> Response {
-    ApiError {
-        status: StatusCode::BAD_REQUEST,
-        code: "aip.read.invalid_query".into(),
-        category: ErrorCategory::Permanent,
-        message: rejection.body_text(),
+/// Query parameters of a read route; a malformed or unknown parameter is answered with the typed
+/// `aip.read.invalid_query` error (400) rather than axum's plain-text rejection.
+struct ReadQuery<T>(T);
+
+impl<T, S> FromRequestParts<S> for ReadQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(params)) => Ok(Self(params)),
+            Err(rejection) => Err(ApiError {
+                status: StatusCode::BAD_REQUEST,
+                code: "aip.read.invalid_query".into(),
+                category: ErrorCategory::Permanent,
+                message: rejection.body_text(),
+            }
+            .into_response()),
+        }
     }
-    .into_response()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -165,12 +182,8 @@ async fn action_status(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
-    params: Result<Query<StatusParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<StatusParams>,
 ) -> Response {
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     // Chunks exist only for streaming actions, which this runtime does not admit yet.
     let _ = p.include_chunks;
     read_response(
@@ -196,12 +209,8 @@ async fn action_result(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
-    params: Result<Query<WaitParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<WaitParams>,
 ) -> Response {
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     read_response(
         runtime(&state)
             .action_result(&caller, &action_id, p.wait_ms)
@@ -222,7 +231,7 @@ async fn action_events(
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
     headers: HeaderMap,
-    params: Result<Query<PageParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<PageParams>,
 ) -> Response {
     if crate::sse::wants_sse(&headers) {
         return crate::sse::action_stream(
@@ -233,10 +242,6 @@ async fn action_events(
             state.streaming,
         );
     }
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     read_response(
         runtime(&state)
             .action_events(&caller, &action_id, p.cursor.as_deref(), p.limit, p.wait_ms)
@@ -248,15 +253,11 @@ async fn events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
-    params: Result<Query<PageParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<PageParams>,
 ) -> Response {
     if crate::sse::wants_sse(&headers) {
         return crate::sse::event_feed(runtime(&state), &caller, &headers, state.streaming);
     }
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     read_response(
         runtime(&state)
             .events(&caller, p.cursor.as_deref(), p.limit, p.wait_ms)
@@ -279,12 +280,8 @@ struct ListParams {
 async fn list_actions(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    params: Result<Query<ListParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<ListParams>,
 ) -> Response {
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     let query = ActionListQuery {
         state: p.state,
         capability_id: p.capability_id,
@@ -351,12 +348,8 @@ struct AuditParams {
 async fn audit(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    params: Result<Query<AuditParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<AuditParams>,
 ) -> Response {
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     read_response(
         runtime(&state)
             .audit(&caller, p.cursor.as_deref(), p.limit)
@@ -375,12 +368,8 @@ struct SessionListParams {
 async fn sessions(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    params: Result<Query<SessionListParams>, QueryRejection>,
+    ReadQuery(p): ReadQuery<SessionListParams>,
 ) -> Response {
-    let Query(p) = match params {
-        Ok(p) => p,
-        Err(r) => return bad_query(&r),
-    };
     read_response(
         runtime(&state)
             .sessions(&caller, p.status.as_deref(), p.cursor.as_deref(), p.limit)
@@ -411,6 +400,27 @@ async fn close_session(
             .close_session(&caller, &session_id, reason.as_deref())
             .await,
     )
+}
+
+/// `POST /aip/v1/sessions/{id}/cancel`: the `{"session": id}` cancel target of spec 11.8 over a plain
+/// route; 202 with what was requested (the session stays open).
+async fn cancel_session(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let reason = match optional_json::<CancelBody>(&body) {
+        Ok(b) => b.and_then(|b| b.reason),
+        Err(err) => return err.into_response(),
+    };
+    match runtime(&state)
+        .cancel_session(&caller, &session_id, reason.as_deref())
+        .await
+    {
+        Ok(outcome) => (StatusCode::ACCEPTED, axum::Json(outcome)).into_response(),
+        Err(err) => runtime_error(&err),
+    }
 }
 
 /// Body of `POST /aip/v1/sessions/{id}/resume`: the token travels in the body, never in the URL (10.5).

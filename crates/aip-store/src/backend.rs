@@ -506,6 +506,24 @@ macro_rules! sql_store_impl {
                 row.as_ref().map(rows::action).transpose()
             }
 
+            async fn count_active_actions(&self, q: &$crate::model::ActionQuery) -> $crate::error::StoreResult<u64> {
+                use sqlx::Row as _;
+                let row = sqlx::query(
+                    "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
+                     AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+                     AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
+                     AND (CAST($4 AS TEXT) IS NULL OR capability = $4) \
+                     AND state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered')",
+                )
+                .bind(&q.tenant)
+                .bind(q.principal.as_deref())
+                .bind(q.session_id.as_deref())
+                .bind(q.capability.as_deref())
+                .fetch_one(&self.reader)
+                .await?;
+                $crate::backend::to_u64(row.try_get("n")?, "active action count")
+            }
+
             async fn list_actions(
                 &self,
                 q: &$crate::model::ActionQuery,

@@ -51,6 +51,10 @@ pub trait Store: Send + Sync + 'static {
         limit: Limit,
     ) -> StoreResult<Page<ActionRecord>>;
 
+    /// How many non-terminal actions match `query` (its `state` filter is ignored): a session's
+    /// `active_action_count` (spec 10.4), counted under the reader's scope like a list.
+    async fn count_active_actions(&self, query: &ActionQuery) -> StoreResult<u64>;
+
     /// Compare-and-set transition with its result, events and receipts in one transaction.
     /// Terminal states are final ([`crate::StoreError::Terminal`]); a mismatched current state is
     /// [`crate::StoreError::StateConflict`]; a fenced write from a stale lease is

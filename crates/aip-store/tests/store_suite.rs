@@ -70,6 +70,7 @@ suite!(
     list_limits_are_bounded,
     concurrent_writes_succeed_or_fail_independently,
     a_named_job_is_claimed_only_when_claimable,
+    active_actions_are_counted_per_session_under_the_readers_scope,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -1797,6 +1798,56 @@ mod cases {
                 .await,
             Err(StoreError::ForeignCursor)
         ));
+    }
+
+    pub async fn active_actions_are_counted_per_session_under_the_readers_scope(h: &Harness) {
+        let s = &h.store;
+        for (id, tenant, principal, session) in [
+            ("c1", "t1", "alice", Some("s1")),
+            ("c2", "t1", "alice", Some("s1")),
+            ("c3", "t1", "bob", Some("s1")),
+            ("c4", "t1", "alice", Some("s2")),
+            ("c5", "t2", "alice", Some("s1")),
+            ("c6", "t1", "alice", None),
+        ] {
+            let mut a = admission(id, None);
+            a.action = new_action(id, tenant, principal, ActionState::Accepted);
+            a.action.session_id = session.map(Into::into);
+            a.events = vec![];
+            admit_ok(s, a).await;
+        }
+        s.transition_action(transition(
+            "c2",
+            &[ActionState::Accepted],
+            ActionState::Completed,
+        ))
+        .await
+        .unwrap();
+        let session = |principal: Option<&str>| ActionQuery {
+            tenant: "t1".into(),
+            principal: principal.map(Into::into),
+            session_id: Some("s1".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            s.count_active_actions(&session(Some("alice")))
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(s.count_active_actions(&session(None)).await.unwrap(), 2);
+        assert_eq!(
+            s.count_active_actions(&session(Some("carol")))
+                .await
+                .unwrap(),
+            0
+        );
+        let t2 = ActionQuery {
+            tenant: "t2".into(),
+            session_id: Some("s2".into()),
+            ..Default::default()
+        };
+        assert_eq!(s.count_active_actions(&t2).await.unwrap(), 0);
     }
 
     pub async fn state_and_cursors_survive_a_restart(h: &Harness) {
