@@ -1,38 +1,34 @@
 //! Load benchmark of the NATS binding (issue 6): sync `cap:demo:echo` actions over NATS request/reply
-//! with 32 in flight against HTTP actions at the same concurrency on the same `aip serve` node and store
-//! (SQLite by default; `AIP_BENCH_DATABASE=postgres://…` for PostgreSQL). Needs `AIP_TEST_NATS_URL`.
-//! Run with `cargo bench -p aip-cli --bench nats_load`; `AIP_BENCH_REQUESTS` sets the count (default 3000).
+//! with 32 in flight, in the same run against
+//! - HTTP actions at the same concurrency on the same `aip serve` node and store (NATS should not be
+//!   slower), and
+//! - a raw async-nats responder in this process doing the same store writes per request through
+//!   `aip-store` on the same store (admission: action row, 3 receipts, 2 events; result: CAS update,
+//!   2 receipts, 1 event), without the runtime (target: aip >= 0.5x of it).
+//!
+//! SQLite by default; `AIP_BENCH_DATABASE=postgres://…` for PostgreSQL. Needs `AIP_TEST_NATS_URL`.
+//! `cargo bench -p aip-cli --bench nats_load`; `AIP_BENCH_REQUESTS` sets the count (default 3000).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+mod common;
 
+use std::sync::Arc;
+
+use aip_store::{ActionState, Admission, NewAction, NewEvent, NewReceipt, Store, Transition};
+use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 
 const IN_FLIGHT: usize = 32;
-const WARMUP: usize = 200;
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        if !args.iter().any(|a| a == "--list") {
-            println!(
-                "nats_load is a benchmark: run it with `cargo bench -p aip-cli --bench nats_load`"
-            );
-        }
+    if !common::benchmarking("nats_load") {
         return;
     }
     let Ok(nats_url) = std::env::var("AIP_TEST_NATS_URL") else {
         println!("SKIP: AIP_TEST_NATS_URL is not set");
         return;
     };
-    let requests: usize = std::env::var("AIP_BENCH_REQUESTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let requests = common::requests(3000);
     let database = std::env::var("AIP_BENCH_DATABASE").ok();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -42,149 +38,191 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let domain = format!("bench{}", std::process::id());
-    let (mut child, addr, token) = start(&dir, &nats_url, &domain, database.as_deref());
+    let load_before = common::load_average();
+    let node = common::start_node(
+        &dir,
+        &format!(
+            "[nats]\nurl = \"{nats_url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"admin\"\n"
+        ),
+        database.as_deref(),
+    );
 
     let nats = rt.block_on(async_nats::connect(&nats_url)).unwrap();
     let subject = format!("aip.v1.{domain}.aip.v1.aip_core_v1_action");
-    let http = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(128)
-        .build()
-        .unwrap();
-    let url = format!("http://{addr}/aip/v1/actions");
-
-    let nats_rate = rt.block_on(run(requests, {
+    let nats_rate = rt.block_on(common::run(requests, IN_FLIGHT, {
         let (nats, subject) = (nats.clone(), subject.clone());
         move |i| {
             let (nats, subject) = (nats.clone(), subject.clone());
-            async move {
-                let payload = json!({ "envelope": action(i) }).to_string();
-                let reply = nats.request(subject, payload.into()).await.unwrap();
-                let v: Value = serde_json::from_slice(&reply.payload).unwrap();
-                assert_eq!(
-                    v["envelope"]["message_type"], "aip.core.v1.action_result",
-                    "{v}"
-                );
-            }
+            async move { nats_action(&nats, subject, i).await }
         }
     }));
-    let http_rate = rt.block_on(run(requests, {
+    let http = common::http_client();
+    let url = format!("http://{}/aip/v1/actions", node.addr);
+    let token = node.token.clone();
+    let http_rate = rt.block_on(common::run(requests, IN_FLIGHT, move |i| {
         let (http, url, token) = (http.clone(), url.clone(), token.clone());
-        move |i| {
-            let (http, url, token) = (http.clone(), url.clone(), token.clone());
-            async move {
-                let r = http
-                    .post(url)
-                    .bearer_auth(token)
-                    .header("content-type", "application/aip+json")
-                    .body(action(i).to_string())
-                    .send()
-                    .await
-                    .unwrap();
-                assert!(r.status().is_success(), "{}", r.status());
-            }
-        }
+        async move { common::post_action(&http, &url, &token, i).await }
     }));
+    drop(node);
+
+    // The raw responder on the same store, once the node is gone.
+    let location = database.clone().unwrap_or_else(|| {
+        dir.join("data")
+            .join("aip.sqlite")
+            .to_string_lossy()
+            .into_owned()
+    });
+    let raw_subject = format!("bench.raw.{}", std::process::id());
+    let raw_rate = rt.block_on(async {
+        let store = aip_store::open(&location).await.unwrap();
+        let responder = tokio::spawn(raw_responder(nats_url.clone(), raw_subject.clone(), store));
+        // Let the subscription reach the server before the first request.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let rate = common::run(requests, IN_FLIGHT, {
+            let (nats, subject) = (nats.clone(), raw_subject.clone());
+            move |i| {
+                let (nats, subject) = (nats.clone(), subject.clone());
+                async move { nats_action(&nats, subject, i).await }
+            }
+        })
+        .await;
+        responder.abort();
+        rate
+    });
+    let load_after = common::load_average();
     println!(
-        "store: {}; {requests} sync echo actions, {IN_FLIGHT} in flight (after {WARMUP} warm-up)",
+        "store: {}; {requests} sync echo actions, {IN_FLIGHT} in flight (after {} warm-up); load average {load_before} -> {load_after}",
         if database.is_some() {
             "postgres"
         } else {
             "sqlite"
-        }
+        },
+        common::WARMUP
     );
-    println!("| binding | actions/s |\n|---|---:|");
-    println!("| NATS request/reply | {nats_rate:.0} |");
-    println!("| HTTP POST /aip/v1/actions | {http_rate:.0} |");
-    println!("NATS / HTTP = {:.2}x", nats_rate / http_rate);
-    let _ = child.kill();
-    let _ = child.wait();
+    println!("| system | actions/s |\n|---|---:|");
+    println!("| aip serve, NATS request/reply | {nats_rate:.0} |");
+    println!("| aip serve, HTTP POST /aip/v1/actions | {http_rate:.0} |");
+    println!("| raw async-nats responder, same store writes | {raw_rate:.0} |");
+    println!(
+        "NATS / HTTP = {:.2}x (target >= 1.0x)",
+        nats_rate / http_rate
+    );
+    println!(
+        "NATS / raw responder = {:.2}x (target >= 0.5x)",
+        nats_rate / raw_rate
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn action(i: usize) -> Value {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    json!({
-        "aip_version": "1.0",
-        "message_type": "aip.core.v1.action",
-        "message_id": format!("msg_bench_{}_{n}", std::process::id()),
-        "sent_at": "2026-01-01T00:00:00Z",
-        "body": { "action": { "id": format!("act_bench_{}_{n}", std::process::id()), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "i": i } } },
-    })
+/// One action request whose reply must be an action result.
+async fn nats_action(nats: &async_nats::Client, subject: String, i: usize) {
+    let payload = json!({ "envelope": common::action(i) }).to_string();
+    let reply = nats.request(subject, payload.into()).await.unwrap();
+    let v: Value = serde_json::from_slice(&reply.payload).unwrap();
+    assert_eq!(
+        v["envelope"]["message_type"], "aip.core.v1.action_result",
+        "{v}"
+    );
 }
 
-/// Runs `WARMUP` sequential calls, then `requests` calls with `IN_FLIGHT` workers; returns calls/s.
-async fn run<F, Fut>(requests: usize, call: F) -> f64
-where
-    F: Fn(usize) -> Fut + Clone + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    for i in 0..WARMUP {
-        call(i).await;
-    }
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..IN_FLIGHT {
-        let (call, next) = (call.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= requests {
-                    break;
-                }
-                call(i).await;
+/// Serves `subject` with the store writes of one sync action per request and no runtime.
+async fn raw_responder(url: String, subject: String, store: Arc<dyn Store>) {
+    let client = async_nats::connect(&url).await.unwrap();
+    let mut sub = client.subscribe(subject).await.unwrap();
+    client.flush().await.unwrap();
+    while let Some(message) = sub.next().await {
+        let (client, store) = (client.clone(), Arc::clone(&store));
+        tokio::spawn(async move {
+            let request: Value = serde_json::from_slice(&message.payload).unwrap();
+            let action = &request["envelope"]["body"]["action"];
+            let id = action["id"].as_str().unwrap().to_owned();
+            let output = action["input"].clone();
+            raw_writes(store.as_ref(), &id, &request).await;
+            let reply = json!({ "envelope": {
+                "aip_version": "1.0",
+                "message_type": "aip.core.v1.action_result",
+                "message_id": format!("msg_{id}"),
+                "sent_at": "2026-01-01T00:00:00Z",
+                "body": { "action_result": { "action_id": id, "status": "completed", "output": output } },
+            }});
+            if let Some(reply_to) = message.reply {
+                client
+                    .publish(reply_to, reply.to_string().into())
+                    .await
+                    .unwrap();
             }
-        }));
+        });
     }
-    for t in tasks {
-        t.await.unwrap();
-    }
-    requests as f64 / started.elapsed().as_secs_f64()
 }
 
-fn start(
-    dir: &std::path::Path,
-    nats_url: &str,
-    domain: &str,
-    database: Option<&str>,
-) -> (Child, String, String) {
-    let data = dir.join("data");
-    std::fs::create_dir_all(&data).unwrap();
-    let config = dir.join("aip.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[nats]\nurl = \"{nats_url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"admin\"\n"
-        ),
-    )
-    .unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aip"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .arg("--data-dir")
-        .arg(&data);
-    if let Some(db) = database {
-        cmd.args(["--database", db]);
-    }
-    let mut child = cmd
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("aip serve exited").unwrap();
-        if let Some(rest) = line.split("listening on http://").nth(1) {
-            break rest.trim().to_owned();
-        }
+/// Admission (action, 3 receipts, 2 events) then result (CAS update, 2 receipts, 1 event).
+async fn raw_writes(store: &dyn Store, id: &str, request: &Value) {
+    let now = 1_796_088_921_571_i64;
+    let receipt = |n: usize, kind: &str| NewReceipt {
+        receipt_id: format!("rcpt_{id}_{n}"),
+        chain_id: id.to_owned(),
+        tenant: "default".into(),
+        principal: Some("admin".into()),
+        action_id: Some(id.to_owned()),
+        receipt_type: kind.into(),
+        hash: format!("{:064}", n + 1),
+        previous_hash: (n > 0).then(|| format!("{n:064}")),
+        created_at_ms: now,
+        body: json!({ "id": format!("rcpt_{id}_{n}"), "type": kind, "chain_id": id, "data": { "capability_id": "cap:demo:echo" } }),
     };
-    std::thread::spawn(move || for _ in lines {});
-    let token = std::fs::read_to_string(data.join("admin.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    (child, addr, token)
+    let event = |n: usize, kind: &str| NewEvent {
+        event_id: format!("evt_{id}_{n}"),
+        kind: kind.into(),
+        tenant: "default".into(),
+        principal: Some("admin".into()),
+        session_id: None,
+        action_id: Some(id.to_owned()),
+        correlation_id: None,
+        occurred_at_ms: now,
+        data: json!({ "mode": "sync" }),
+    };
+    store
+        .admit(Admission {
+            action: NewAction {
+                action_id: id.to_owned(),
+                tenant: "default".into(),
+                principal: "admin".into(),
+                session_id: None,
+                capability: "cap:demo:echo".into(),
+                correlation_id: None,
+                mode: "sync".into(),
+                state: ActionState::Running,
+                input_hash: Some("0".repeat(64)),
+                deadline_ms: Some(now + 60_000),
+                created_at_ms: now,
+                request: request["envelope"]["body"].clone(),
+            },
+            idempotency: None,
+            receipts: vec![
+                receipt(0, "request_received"),
+                receipt(1, "action_accepted"),
+                receipt(2, "policy_decision"),
+            ],
+            events: vec![
+                event(0, "aip.action.accepted"),
+                event(1, "aip.action.started"),
+            ],
+            job: None,
+        })
+        .await
+        .unwrap();
+    store
+        .transition_action(Transition {
+            action_id: id.to_owned(),
+            from: vec![ActionState::Running],
+            to: ActionState::Completed,
+            result: Some(json!({ "action_id": id, "status": "completed" })),
+            events: vec![event(2, "aip.action.completed")],
+            receipts: vec![receipt(3, "tool_executed"), receipt(4, "result_returned")],
+            fence: None,
+            finish_job: false,
+            now_ms: now,
+        })
+        .await
+        .unwrap();
 }

@@ -1,0 +1,157 @@
+//! Shared parts of the load benchmarks that drive the real `aip serve` binary: starting a node,
+//! building sync echo actions, and running a fixed number of calls with a fixed number in flight.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+/// Sequential calls before each measured run.
+pub const WARMUP: usize = 200;
+
+/// Whether cargo ran this target as a benchmark (`cargo bench`); otherwise print how to run it.
+pub fn benchmarking(name: &str) -> bool {
+    let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--bench") {
+        return true;
+    }
+    if !args.iter().any(|a| a == "--list") {
+        println!("{name} is a benchmark: run it with `cargo bench -p aip-cli --bench {name}`");
+    }
+    false
+}
+
+/// `AIP_BENCH_REQUESTS`, else `default`.
+pub fn requests(default: usize) -> usize {
+    std::env::var("AIP_BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A running `aip serve`; killed on drop.
+pub struct Node {
+    pub child: Child,
+    pub addr: String,
+    pub token: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `aip serve` on a free port with `config` (TOML text) and an optional `--database`.
+pub fn start_node(dir: &Path, config: &str, database: Option<&str>) -> Node {
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let file = dir.join("aip.toml");
+    std::fs::write(&file, config).unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aip"));
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .arg("--data-dir")
+        .arg(&data);
+    if let Some(db) = database {
+        cmd.args(["--database", db]);
+    }
+    let mut child = cmd
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("aip serve exited").unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let token = std::fs::read_to_string(data.join("admin.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    Node { child, addr, token }
+}
+
+/// A sync `cap:demo:echo` action envelope with fresh ids.
+pub fn action(i: usize) -> Value {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    json!({
+        "aip_version": "1.0",
+        "message_type": "aip.core.v1.action",
+        "message_id": format!("msg_bench_{}_{n}", std::process::id()),
+        "sent_at": "2026-01-01T00:00:00Z",
+        "body": { "action": { "id": format!("act_bench_{}_{n}", std::process::id()), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "i": i } } },
+    })
+}
+
+/// An HTTP client that never uses a proxy and keeps enough idle connections.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_proxy()
+        .pool_max_idle_per_host(128)
+        .build()
+        .unwrap()
+}
+
+/// Submits one action over HTTP and checks it succeeded.
+pub async fn post_action(http: &reqwest::Client, url: &str, token: &str, i: usize) {
+    let r = http
+        .post(url)
+        .bearer_auth(token)
+        .header("content-type", "application/aip+json")
+        .body(action(i).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+}
+
+/// Runs `WARMUP` sequential calls, then `requests` calls with `in_flight` workers; returns calls/s.
+pub async fn run<F, Fut>(requests: usize, in_flight: usize, call: F) -> f64
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    for i in 0..WARMUP {
+        call(i).await;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..in_flight {
+        let (call, next) = (call.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    break;
+                }
+                call(i).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    requests as f64 / started.elapsed().as_secs_f64()
+}
+
+/// The 1-minute load average, to print beside the figures.
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
