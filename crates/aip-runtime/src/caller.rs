@@ -11,6 +11,17 @@ pub const SCOPE_AUDIT_READ: &str = "audit:read";
 /// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
 pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
 
+/// An external account bound to a principal by trusted configuration (spec 8.2-8.3, 22.6): the
+/// provider-side account its work runs under. Never taken from a request.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExternalAccount {
+    /// The external system, for example `stripe`.
+    pub system: String,
+    /// The account id inside that system.
+    pub id: String,
+}
+
 /// A transport-authenticated principal. Built only by a binding from its own authentication, never from
 /// request bodies; a request-supplied tenant is at most a selector (spec 22.6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,6 +36,8 @@ pub struct Caller {
     pub scopes: Vec<String>,
     /// What authenticated it: `bearer`, or the `did:key` of a verified envelope signature.
     pub issuer: String,
+    /// The external account bound by configuration, if any (idempotency scope `external_account`).
+    pub external_account: Option<ExternalAccount>,
 }
 
 impl Caller {
@@ -84,6 +97,7 @@ mod tests {
             tenant: "t1".into(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             issuer: "bearer".into(),
+            external_account: None,
         }
     }
 

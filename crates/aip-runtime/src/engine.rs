@@ -440,7 +440,7 @@ impl Runtime {
                 }
                 let ttl = contract.ttl_ms.unwrap_or(DEFAULT_IDEMPOTENCY_TTL_MS);
                 Some(IdempotencyClaim {
-                    scope: idempotency_scope(contract.key_scope, caller, action),
+                    scope: idempotency_scope(contract.key_scope, caller, action)?,
                     key: key.to_owned(),
                     input_hash: input_hash.clone(),
                     behavior: match contract.collision_behavior {
@@ -507,7 +507,7 @@ impl Runtime {
             "action": action,
             "message_id": envelope.message_id,
             "trace": envelope.trace,
-            "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes },
+            "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes, "external_account": caller.external_account },
             "idempotency_key": key,
         });
         let admission = Admission {
@@ -725,6 +725,9 @@ impl Runtime {
                 .pointer("/caller/scopes")
                 .and_then(|v| serde_json::from_value(v.clone()).ok())
                 .unwrap_or_default(),
+            external_account: req
+                .pointer("/caller/external_account")
+                .and_then(|v| serde_json::from_value(v.clone()).ok()),
             idempotency_key: str_at("/idempotency_key"),
             session_id: record.session_id.clone(),
             correlation_id: record.correlation_id.clone(),
@@ -1280,13 +1283,18 @@ pub(crate) fn owner_of(record: &ActionRecord) -> Caller {
         tenant: record.tenant.clone(),
         scopes: Vec::new(),
         issuer: String::new(),
+        external_account: None,
     }
 }
 
-fn idempotency_scope(scope: IdempotencyKeyScope, caller: &Caller, action: &Action) -> String {
-    // Every scope stays inside the tenant (spec 22.6). No trusted external-account binding exists in this
-    // runtime, so `external_account` falls back to the wider tenant scope (more collisions, never fewer).
-    match scope {
+/// The reservation scope of an idempotency key (spec 9.5). Every scope stays inside the tenant (22.6);
+/// `external_account` uses the caller's configured external account and fails closed without one.
+fn idempotency_scope(
+    scope: IdempotencyKeyScope,
+    caller: &Caller,
+    action: &Action,
+) -> Result<String, RuntimeError> {
+    Ok(match scope {
         IdempotencyKeyScope::Action => format!(
             "action\n{}\n{}\n{}",
             caller.tenant, action.capability_id, action.id
@@ -1295,10 +1303,22 @@ fn idempotency_scope(scope: IdempotencyKeyScope, caller: &Caller, action: &Actio
             format!("capability\n{}\n{}", caller.tenant, action.capability_id)
         }
         IdempotencyKeyScope::Principal => format!("principal\n{}\n{}", caller.tenant, caller.id),
-        IdempotencyKeyScope::Tenant | IdempotencyKeyScope::ExternalAccount => {
-            format!("tenant\n{}", caller.tenant)
+        IdempotencyKeyScope::Tenant => format!("tenant\n{}", caller.tenant),
+        IdempotencyKeyScope::ExternalAccount => {
+            let account = caller
+                .external_account
+                .as_ref()
+                .ok_or(RuntimeError::ExternalAccountUnbound)?;
+            // Lengths first, so that no choice of system and id can alias another pair.
+            format!(
+                "external_account\n{}\n{}:{}\n{}",
+                caller.tenant,
+                account.system.len(),
+                account.system,
+                account.id
+            )
         }
-    }
+    })
 }
 
 fn settle(

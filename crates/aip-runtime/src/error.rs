@@ -38,6 +38,12 @@ pub enum RuntimeError {
     /// The capability does not support idempotency keys; a key would promise deduplication it cannot give.
     #[error("this capability does not support idempotency keys")]
     IdempotencyUnsupported,
+    /// The capability scopes idempotency keys to an external account and the caller has no trusted
+    /// external-account binding: fail closed rather than widen the scope (spec 9.5, 22.6).
+    #[error(
+        "this capability scopes idempotency keys to an external account, and the caller has none bound"
+    )]
+    ExternalAccountUnbound,
     /// The idempotency key is owned by an earlier action with a conflicting invocation (spec 9.5).
     #[error("idempotency key conflicts with an earlier action")]
     IdempotencyConflict,
@@ -108,6 +114,7 @@ impl RuntimeError {
             RuntimeError::IdempotencyKeyRequired => "aip.idempotency.key_required",
             RuntimeError::IdempotencyUnsupported => "aip.idempotency.unsupported",
             RuntimeError::IdempotencyConflict => "aip.idempotency.conflict",
+            RuntimeError::ExternalAccountUnbound => "aip.idempotency.external_account_unbound",
             RuntimeError::DuplicateActionId => "aip.action.duplicate_id",
             RuntimeError::ApprovalUnavailable => "aip.policy.approval_unavailable",
             RuntimeError::NotFound(_) => "aip.core.not_found",
@@ -134,6 +141,7 @@ impl RuntimeError {
             | RuntimeError::ResumeTokenInvalid => ErrorCategory::Auth,
             RuntimeError::ScopeDenied(_)
             | RuntimeError::CancelDenied(_)
+            | RuntimeError::ExternalAccountUnbound
             | RuntimeError::ApprovalUnavailable => ErrorCategory::Policy,
             RuntimeError::Storage(_) => ErrorCategory::Temporary,
             _ => ErrorCategory::Permanent,

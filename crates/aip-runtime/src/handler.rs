@@ -52,6 +52,8 @@ pub struct TrustedContext {
     pub tenant: String,
     /// Scopes granted to the principal by configuration.
     pub scopes: Vec<String>,
+    /// The external account bound to the principal by configuration (spec 11.2), if any.
+    pub external_account: Option<crate::caller::ExternalAccount>,
     /// The idempotency key, when the action carries one.
     pub idempotency_key: Option<String>,
     /// Session the action belongs to, if any.

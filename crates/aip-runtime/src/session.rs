@@ -117,6 +117,7 @@ impl Runtime {
             tenant: session.tenant.clone(),
             scopes: Vec::new(),
             issuer: String::new(),
+            external_account: None,
         };
         let event = self.session_record_event(
             "aip.session.cancel_requested",
@@ -343,6 +344,7 @@ impl Runtime {
             tenant: session.tenant.clone(),
             scopes: Vec::new(),
             issuer: String::new(),
+            external_account: None,
         };
         let mut current = session;
         if matches!(

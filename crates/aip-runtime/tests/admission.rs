@@ -40,6 +40,7 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
         tenant: "t".into(),
         scopes: vec!["*".into()],
         issuer: "bearer".into(),
+        external_account: None,
     };
     let agent = aip_runtime::registry::agent_principal("agent:x", "x");
     let manifest = registry.manifest(&agent, &admin, json!({}), None, &[]);

@@ -57,6 +57,7 @@ impl AuthIndex {
                 tenant: config.admin.tenant.clone(),
                 scopes: vec![aip_runtime::caller::SCOPE_ALL.into()],
                 issuer: "bearer".into(),
+                external_account: None,
             };
             index.insert(
                 hash_of(read_token_file(&path, ADMIN_PRINCIPAL)?.as_bytes()),
@@ -77,6 +78,7 @@ impl AuthIndex {
                 tenant: p.tenant.clone(),
                 scopes: p.scopes.clone(),
                 issuer: "bearer".into(),
+                external_account: p.external_account.clone(),
             };
             index.insert(hash, caller)?;
         }
@@ -214,6 +216,7 @@ mod tests {
             scopes: vec![],
             token_sha256: Some(hex::encode(hash_of(b"secret"))),
             token_file: None,
+            external_account: None,
         });
         let index = AuthIndex::from_config(&config).unwrap();
         assert_eq!(index.authenticate("Bearer secret").unwrap().id, "svc");

@@ -157,6 +157,10 @@ pub struct PrincipalConfig {
     pub token_sha256: Option<String>,
     /// A file holding the bearer token (read once at start).
     pub token_file: Option<PathBuf>,
+    /// The external account this principal's work runs under (spec 8.3): the scope of idempotency keys
+    /// of capabilities with `key_scope = "external_account"`. Absent: such keys are refused.
+    #[serde(default)]
+    pub external_account: Option<aip_runtime::caller::ExternalAccount>,
 }
 
 /// Signed-envelope policy (spec 22.2, 22.3).
@@ -310,6 +314,14 @@ impl Config {
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(ConfigError::Invalid("a principal has an empty id".into()));
+            }
+            if let Some(account) = &p.external_account
+                && (account.system.is_empty() || account.id.is_empty())
+            {
+                return Err(ConfigError::Invalid(format!(
+                    "principal {}: external_account needs a non-empty system and id",
+                    p.id
+                )));
             }
             if p.token_sha256.is_some() == p.token_file.is_some() {
                 return Err(ConfigError::Invalid(format!(
@@ -492,6 +504,30 @@ mod tests {
         ));
         let config: Config = figment.extract().unwrap();
         assert!(config.check().is_err());
+    }
+
+    #[test]
+    fn a_principal_may_carry_an_external_account_and_an_empty_one_is_refused() {
+        let parse = |account: &str| {
+            Figment::from(Toml::string(&format!(
+                "[[principals]]\nid = \"a\"\ntoken_sha256 = \"00\"\nexternal_account = {account}\n"
+            )))
+            .extract::<Config>()
+            .map_err(Box::new)
+        };
+        let config = parse("{ system = \"stripe\", id = \"acct_1\" }").unwrap();
+        let account = config.principals[0].external_account.clone().unwrap();
+        assert_eq!(
+            (account.system.as_str(), account.id.as_str()),
+            ("stripe", "acct_1")
+        );
+        assert!(
+            parse("{ system = \"\", id = \"acct_1\" }")
+                .unwrap()
+                .check()
+                .is_err()
+        );
+        assert!(parse("{ system = \"s\", id = \"a\", extra = 1 }").is_err());
     }
 
     #[test]

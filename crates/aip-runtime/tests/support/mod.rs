@@ -97,6 +97,10 @@ impl Harness {
                 Arc::new(aip_runtime::demo::EchoHandler),
             ));
         }
+        entries.push((
+            scoped_echo("cap:t:scope:capability:b", "capability"),
+            Arc::new(aip_runtime::demo::EchoHandler),
+        ));
         let config = RuntimeConfig {
             agent: agent_principal("agent:test", "test"),
             default_timeout_ms: 60_000,
@@ -205,6 +209,7 @@ pub fn caller(id: &str, tenant: &str, scopes: &[&str]) -> Caller {
         tenant: tenant.into(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         issuer: "bearer".into(),
+        external_account: None,
     }
 }
 
