@@ -230,6 +230,13 @@ pub enum ConfigError {
 impl Config {
     /// Load from an optional TOML file, then apply `AIP_*` environment overrides.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let config: Config = Self::sources(file)?.extract().map_err(Box::new)?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// The file (if any) merged under the `AIP_*` environment, before extraction and range checks.
+    fn sources(file: Option<&Path>) -> Result<Figment, ConfigError> {
         let mut figment = Figment::new();
         if let Some(file) = file {
             if !file.is_file() {
@@ -250,9 +257,7 @@ impl Config {
                 .to_ascii_lowercase();
             TOP_LEVEL_KEYS.contains(&first.as_str())
         }));
-        let config: Config = figment.extract().map_err(Box::new)?;
-        config.check()?;
-        Ok(config)
+        Ok(figment)
     }
 
     /// Range checks that serde cannot express.
@@ -528,6 +533,201 @@ mod tests {
                 .is_err()
         );
         assert!(parse("{ system = \"s\", id = \"a\", extra = 1 }").is_err());
+    }
+
+    /// Every option with an environment value different from its default and a check that it took
+    /// effect. Keep in step with the options tables of docs/configuration.md (a test compares them).
+    #[allow(clippy::type_complexity)]
+    fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
+        vec![
+            ("AIP_LISTEN", "0.0.0.0:8080", |c| c.listen.port() == 8080),
+            ("AIP_DATA_DIR", "/srv/aip", |c| {
+                c.data_dir == Path::new("/srv/aip")
+            }),
+            ("AIP_DATABASE", "postgres://db/aip", |c| {
+                c.database.as_deref() == Some("postgres://db/aip")
+            }),
+            ("AIP_ALLOWED_HOSTS", "[\"api.example.com\"]", |c| {
+                c.allowed_hosts == ["api.example.com"]
+            }),
+            (
+                "AIP_ALLOWED_ORIGINS",
+                "[\"https://app.example.com\"]",
+                |c| c.allowed_origins == ["https://app.example.com"],
+            ),
+            ("AIP_DEMO_CAPABILITIES", "false", |c| !c.demo_capabilities),
+            ("AIP_AGENT__ID", "agent:prod", |c| {
+                c.agent.id == "agent:prod"
+            }),
+            ("AIP_AGENT__NAME", "prod", |c| c.agent.name == "prod"),
+            ("AIP_LIMITS__MAX_BODY_BYTES", "65536", |c| {
+                c.limits.max_body_bytes == 65_536
+            }),
+            ("AIP_LIMITS__MAX_LIST_LIMIT", "500", |c| {
+                c.limits.max_list_limit == 500
+            }),
+            ("AIP_LIMITS__DEFAULT_LIST_LIMIT", "50", |c| {
+                c.limits.default_list_limit == 50
+            }),
+            ("AIP_LIMITS__MAX_WAIT_MS", "10000", |c| {
+                c.limits.max_wait_ms == 10_000
+            }),
+            ("AIP_LIMITS__DEFAULT_ACTION_TIMEOUT_MS", "5000", |c| {
+                c.limits.default_action_timeout_ms == 5_000
+            }),
+            ("AIP_LIMITS__MAX_ACTION_TIMEOUT_MS", "7000", |c| {
+                c.limits.max_action_timeout_ms == 7_000
+            }),
+            ("AIP_LIMITS__ASYNC_WORKERS", "3", |c| {
+                c.limits.async_workers == 3
+            }),
+            ("AIP_LIMITS__LEASE_MS", "9000", |c| {
+                c.limits.lease_ms == 9_000
+            }),
+            ("AIP_LIMITS__STREAM_HEARTBEAT_MS", "1000", |c| {
+                c.limits.stream_heartbeat_ms == 1_000
+            }),
+            ("AIP_LIMITS__STREAM_BUFFER_EVENTS", "8", |c| {
+                c.limits.stream_buffer_events == 8
+            }),
+            ("AIP_LIMITS__STREAM_SEND_TIMEOUT_MS", "2000", |c| {
+                c.limits.stream_send_timeout_ms == 2_000
+            }),
+            ("AIP_LIMITS__WS_MAX_STREAMS", "4", |c| {
+                c.limits.ws_max_streams == 4
+            }),
+            ("AIP_ADMIN__ENABLED", "false", |c| !c.admin.enabled),
+            ("AIP_ADMIN__TENANT", "ops", |c| c.admin.tenant == "ops"),
+            (
+                "AIP_PRINCIPALS",
+                "[{id=\"svc\",tenant=\"t\",token_sha256=\"00\",external_account={system=\"s\",id=\"a\"}}]",
+                |c| {
+                    c.principals.len() == 1
+                        && c.principals[0].tenant == "t"
+                        && c.principals[0]
+                            .external_account
+                            .as_ref()
+                            .is_some_and(|a| a.id == "a")
+                },
+            ),
+            ("AIP_SECURITY__REQUIRE_SIGNED_ENVELOPES", "true", |c| {
+                c.security.require_signed_envelopes
+            }),
+            ("AIP_SECURITY__MAX_CLOCK_SKEW_MS", "1000", |c| {
+                c.security.max_clock_skew_ms == 1_000
+            }),
+            ("AIP_SECURITY__REPLAY_WINDOW_MS", "2000", |c| {
+                c.security.replay_window_ms == 2_000
+            }),
+            (
+                "AIP_SECURITY__TRUSTED_SIGNERS",
+                "[{did=\"did:key:z6Mk\",principal=\"svc\"}]",
+                |c| {
+                    c.security.trusted_signers.len() == 1
+                        && c.security.trusted_signers[0].principal == "svc"
+                },
+            ),
+            (
+                "AIP_CAPABILITIES",
+                "[{id=\"cap:x\",handler={type=\"http\",url=\"https://h/x\"}}]",
+                |c| c.capabilities.len() == 1 && c.capabilities[0].capability.get("id").is_some(),
+            ),
+            ("AIP_NATS__URL", "nats://n:4222", |c| {
+                c.nats.url.as_deref() == Some("nats://n:4222")
+            }),
+            ("AIP_NATS__TRUST_DOMAIN", "example_com", |c| {
+                c.nats.trust_domain == "example_com"
+            }),
+            ("AIP_NATS__SERVICE", "gateway", |c| {
+                c.nats.service == "gateway"
+            }),
+            ("AIP_NATS__SERVICE_VERSION", "v2", |c| {
+                c.nats.service_version == "v2"
+            }),
+            ("AIP_NATS__QUEUE_GROUP", "workers", |c| {
+                c.nats.queue_group == "workers"
+            }),
+            ("AIP_NATS__PRINCIPAL", "svc", |c| {
+                c.nats.principal.as_deref() == Some("svc")
+            }),
+            ("AIP_NATS__USER", "u", |c| {
+                c.nats.user.as_deref() == Some("u")
+            }),
+            ("AIP_NATS__PASSWORD_FILE", "/run/p", |c| {
+                c.nats.password_file.is_some()
+            }),
+            ("AIP_NATS__TOKEN_FILE", "/run/t", |c| {
+                c.nats.token_file.is_some()
+            }),
+            ("AIP_NATS__NKEY_SEED_FILE", "/run/n", |c| {
+                c.nats.nkey_seed_file.is_some()
+            }),
+            ("AIP_NATS__CREDENTIALS_FILE", "/run/c", |c| {
+                c.nats.credentials_file.is_some()
+            }),
+            ("AIP_NATS__TLS_REQUIRED", "true", |c| c.nats.tls_required),
+            ("AIP_NATS__TLS_CA_FILE", "/run/ca.pem", |c| {
+                c.nats.tls_ca_file.is_some()
+            }),
+            ("AIP_NATS__TLS_CLIENT_CERT_FILE", "/run/c.pem", |c| {
+                c.nats.tls_client_cert_file.is_some()
+            }),
+            ("AIP_NATS__TLS_CLIENT_KEY_FILE", "/run/k.pem", |c| {
+                c.nats.tls_client_key_file.is_some()
+            }),
+            ("AIP_NATS__MAX_IN_FLIGHT", "7", |c| {
+                c.nats.max_in_flight == 7
+            }),
+        ]
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail fixes the closure's error type
+    fn every_option_is_overridable_by_its_environment_variable() {
+        for (var, value, took_effect) in env_overrides() {
+            figment::Jail::expect_with(|jail| {
+                let default = Config::sources(None).unwrap().extract::<Config>()?;
+                assert!(
+                    !took_effect(&default),
+                    "{var}: the test value equals the default"
+                );
+                jail.set_env(var, value);
+                let config = Config::sources(None).unwrap().extract::<Config>()?;
+                assert!(took_effect(&config), "{var}={value} did not take effect");
+                Ok(())
+            });
+        }
+    }
+
+    #[test]
+    #[allow(clippy::result_large_err)] // figment::Jail fixes the closure's error type
+    fn an_environment_value_overrides_the_file_and_unrelated_aip_variables_are_ignored() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file(
+                "aip.toml",
+                "listen = \"127.0.0.1:9000\"\n[limits]\nlease_ms = 5000\n",
+            )?;
+            jail.set_env("AIP_LIMITS__LEASE_MS", "6000");
+            jail.set_env("AIP_TEST_POSTGRES_URL", "postgres://elsewhere");
+            let config = Config::load(Some(Path::new("aip.toml"))).map_err(|e| e.to_string())?;
+            assert_eq!(config.listen.port(), 9000);
+            assert_eq!(config.limits.lease_ms, 6000);
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn docs_configuration_lists_every_environment_variable() {
+        let docs = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md"),
+        )
+        .unwrap();
+        for (var, _, _) in env_overrides() {
+            assert!(
+                docs.contains(&format!("`{var}`")),
+                "docs/configuration.md does not list {var}"
+            );
+        }
     }
 
     #[test]
