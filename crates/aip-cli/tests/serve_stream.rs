@@ -422,3 +422,84 @@ async fn a_stalled_consumer_is_disconnected_and_the_action_still_completes() {
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn chunks_are_paged_with_stream_cursors_and_included_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let action_id = id("act_");
+    let events = submit_streaming(&admin, &action_id, json!({ "n": 30 }))
+        .await
+        .rest()
+        .await;
+    // 30 data + 3 progress + done, in pages of 10.
+    let mut cursor: Option<String> = None;
+    let mut all = Vec::new();
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/aip/v1/actions/{action_id}/chunks?limit=10&cursor={c}"),
+            None => format!("/aip/v1/actions/{action_id}/chunks?limit=10"),
+        };
+        let (status, page) = admin.get(&path).await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["terminal"], true);
+        let chunks = page["chunks"].as_array().unwrap().clone();
+        assert!(chunks.len() <= 10);
+        if chunks.is_empty() {
+            break;
+        }
+        all.extend(chunks.iter().map(|c| c["sequence"].as_u64().unwrap()));
+        cursor = Some(page["cursor"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(all, (1..=34).collect::<Vec<u64>>());
+    // An SSE id is a chunk cursor too.
+    let at_12 = events
+        .iter()
+        .find(|e| e.data["body"]["stream_chunk"]["sequence"] == 12)
+        .unwrap()
+        .id
+        .clone();
+    let (status, page) = admin
+        .get(&format!(
+            "/aip/v1/actions/{action_id}/chunks?limit=5&cursor={at_12}"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(page["chunks"][0]["sequence"], 13);
+    // Another action's cursor and a bad limit are refused.
+    let other = id("act_");
+    let other_events = submit_streaming(&admin, &other, json!({ "n": 1 }))
+        .await
+        .rest()
+        .await;
+    let (status, body) = admin
+        .get(&format!(
+            "/aip/v1/actions/{action_id}/chunks?cursor={}",
+            other_events[1].id
+        ))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(body["error"]["code"], "aip.read.invalid_cursor");
+    let (status, _) = admin
+        .get(&format!("/aip/v1/actions/{action_id}/chunks?limit=0"))
+        .await;
+    assert_eq!(status, 400);
+    // Nobody else's: an unknown action is not found.
+    let (status, _) = admin.get("/aip/v1/actions/act_nobody/chunks").await;
+    assert_eq!(status, 404);
+    // include_chunks on the status and on the first page of events.
+    let (status, view) = admin
+        .get(&format!("/aip/v1/actions/{action_id}?include_chunks=true"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(view["chunks"].as_array().unwrap().len(), 34);
+    let (status, page) = admin
+        .get(&format!(
+            "/aip/v1/actions/{action_id}/events?include_chunks=true&limit=7"
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(page["chunks"].as_array().unwrap().len(), 7);
+    assert_eq!(page["chunks"][0]["sequence"], 1);
+}

@@ -191,7 +191,7 @@ impl Runtime {
             }
             MessageBody::Heartbeat(heartbeat) => Ok(heartbeat_reply(envelope, heartbeat)),
             MessageBody::ActionStatusRequest(request) => {
-                let status = self
+                let mut status = self
                     .action_status(
                         &caller,
                         request.action_id.as_str(),
@@ -200,6 +200,11 @@ impl Runtime {
                         request.wait_ms,
                     )
                     .await?;
+                if request.include_chunks {
+                    status.chunks = self
+                        .first_chunks(&caller, request.action_id.as_str(), None)
+                        .await?;
+                }
                 Ok(ok(
                     200,
                     Envelope::reply_to(envelope, MessageBody::ActionStatus(status)),
@@ -233,7 +238,7 @@ impl Runtime {
                 ))
             }
             MessageBody::ActionEventsRequest(request) => {
-                let events = self
+                let mut events = self
                     .action_events(
                         &caller,
                         request.action_id.as_str(),
@@ -242,6 +247,12 @@ impl Runtime {
                         None,
                     )
                     .await?;
+                // The first page carries the first chunks; `GET .../chunks` pages the rest.
+                if request.include_chunks && request.cursor.is_none() {
+                    events.chunks = self
+                        .first_chunks(&caller, request.action_id.as_str(), request.limit)
+                        .await?;
+                }
                 Ok(ok(
                     200,
                     Envelope::reply_to(envelope, MessageBody::ActionEvents(events)),

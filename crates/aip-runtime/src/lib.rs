@@ -23,4 +23,4 @@ pub use handler::{
     ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
 };
 pub use registry::Registry;
-pub use stream::{ActionFollower, ChunkSink, StreamItem, StreamPosition};
+pub use stream::{ActionFollower, ChunkPage, ChunkSink, StreamItem, StreamPosition};

@@ -335,6 +335,87 @@ impl Runtime {
     }
 }
 
+/// One page of an action's persisted chunks (`GET /aip/v1/actions/{id}/chunks`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ChunkPage {
+    /// The action.
+    pub action_id: String,
+    /// Chunks after the cursor, in sequence order.
+    pub chunks: Vec<StreamChunk>,
+    /// Continue after the last chunk of this page (the cursor passed in, or the start, when empty).
+    /// The same opaque, reader-bound cursors as SSE event ids.
+    pub cursor: String,
+    /// Whether the action was terminal before this page was read: then an empty page is the end.
+    pub terminal: bool,
+}
+
+impl Runtime {
+    /// A page of `action_id`'s chunks after a stream cursor (from the start without one), as `caller`
+    /// may read them (spec 16.2-16.4: authorized reader, opaque cursor, 1..=1000 limit).
+    pub async fn action_chunks(
+        &self,
+        caller: &Caller,
+        action_id: &str,
+        cursor: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<ChunkPage, RuntimeError> {
+        let limit = self.limit(limit)?;
+        // The state first: a terminal state commits after the last chunk.
+        let record = self.visible_action(caller, action_id).await?;
+        let position = match cursor {
+            Some(cursor) => self.parse_stream_cursor(caller, &record.action_id, cursor)?,
+            None => StreamPosition::After(0),
+        };
+        let StreamPosition::After(after) = position else {
+            // After the result nothing follows.
+            return Ok(ChunkPage {
+                action_id: record.action_id,
+                chunks: Vec::new(),
+                cursor: cursor.map(str::to_owned).unwrap_or_default(),
+                terminal: true,
+            });
+        };
+        let chunks = self.chunks_after(&record.action_id, after, limit).await?;
+        let last = chunks.last().map_or(after, |c| c.sequence);
+        Ok(ChunkPage {
+            cursor: self.stream_cursor(caller, &record.action_id, StreamPosition::After(last)),
+            action_id: record.action_id,
+            chunks,
+            terminal: record.state.is_terminal(),
+        })
+    }
+
+    /// The first chunks of an action the caller may read (`include_chunks`), at most `limit` (the
+    /// configured maximum list limit without one).
+    pub async fn first_chunks(
+        &self,
+        caller: &Caller,
+        action_id: &str,
+        limit: Option<u32>,
+    ) -> Result<Vec<StreamChunk>, RuntimeError> {
+        let limit = self.limit(Some(limit.unwrap_or(self.config.max_list_limit)))?;
+        let record = self.visible_action(caller, action_id).await?;
+        self.chunks_after(&record.action_id, 0, limit).await
+    }
+
+    async fn chunks_after(
+        &self,
+        action_id: &str,
+        after: u64,
+        limit: Limit,
+    ) -> Result<Vec<StreamChunk>, RuntimeError> {
+        self.store
+            .list_chunks(action_id, Some(after), limit)
+            .await?
+            .into_iter()
+            .map(|chunk| {
+                serde_json::from_value::<StreamChunk>(chunk.data)
+                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))
+            })
+            .collect()
+    }
+}
+
 /// The cursor scope of one reader's view of one action stream.
 fn stream_scope<'a>(caller: &'a Caller, action_id: &'a str) -> [&'a str; 4] {
     [

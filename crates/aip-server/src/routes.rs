@@ -31,6 +31,7 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/actions/{action_id}", get(action_status))
         .route("/aip/v1/actions/{action_id}/result", get(action_result))
         .route("/aip/v1/actions/{action_id}/events", get(action_events))
+        .route("/aip/v1/actions/{action_id}/chunks", get(action_chunks))
         .route("/aip/v1/actions/{action_id}/cancel", post(cancel))
         .route("/aip/v1/events", get(events))
         .route("/aip/v1/ws", get(crate::ws::upgrade))
@@ -184,19 +185,28 @@ async fn action_status(
     Path(action_id): Path<String>,
     ReadQuery(p): ReadQuery<StatusParams>,
 ) -> Response {
-    // Chunks exist only for streaming actions, which this runtime does not admit yet.
-    let _ = p.include_chunks;
-    read_response(
-        runtime(&state)
-            .action_status(
-                &caller,
-                &action_id,
-                p.include_result,
-                p.include_receipts,
-                p.wait_ms,
-            )
-            .await,
-    )
+    let mut status = runtime(&state)
+        .action_status(
+            &caller,
+            &action_id,
+            p.include_result,
+            p.include_receipts,
+            p.wait_ms,
+        )
+        .await;
+    if p.include_chunks {
+        status = match status {
+            Ok(mut status) => runtime(&state)
+                .first_chunks(&caller, &action_id, None)
+                .await
+                .map(|chunks| {
+                    status.chunks = chunks;
+                    status
+                }),
+            Err(err) => Err(err),
+        };
+    }
+    read_response(status)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -226,12 +236,42 @@ struct PageParams {
     wait_ms: Option<u64>,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventPageParams {
+    cursor: Option<String>,
+    limit: Option<u32>,
+    wait_ms: Option<u64>,
+    #[serde(default)]
+    include_chunks: bool,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChunkParams {
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+async fn action_chunks(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(action_id): Path<String>,
+    ReadQuery(p): ReadQuery<ChunkParams>,
+) -> Response {
+    read_response(
+        runtime(&state)
+            .action_chunks(&caller, &action_id, p.cursor.as_deref(), p.limit)
+            .await,
+    )
+}
+
 async fn action_events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
     headers: HeaderMap,
-    ReadQuery(p): ReadQuery<PageParams>,
+    ReadQuery(p): ReadQuery<EventPageParams>,
 ) -> Response {
     if crate::sse::wants_sse(&headers) {
         return crate::sse::action_stream(
@@ -242,11 +282,24 @@ async fn action_events(
             state.streaming,
         );
     }
-    read_response(
-        runtime(&state)
-            .action_events(&caller, &action_id, p.cursor.as_deref(), p.limit, p.wait_ms)
-            .await,
-    )
+    let mut events = runtime(&state)
+        .action_events(&caller, &action_id, p.cursor.as_deref(), p.limit, p.wait_ms)
+        .await;
+    // The first page of events carries the first chunks (at most `limit`); later ones page with
+    // `/chunks`, whose cursors are the stream's own.
+    if p.include_chunks && p.cursor.is_none() {
+        events = match events {
+            Ok(mut events) => runtime(&state)
+                .first_chunks(&caller, &action_id, p.limit)
+                .await
+                .map(|chunks| {
+                    events.chunks = chunks;
+                    events
+                }),
+            Err(err) => Err(err),
+        };
+    }
+    read_response(events)
 }
 
 async fn events(
