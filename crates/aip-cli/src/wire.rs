@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aip_core::receipts::{HashForm, verify_chain_value};
+use aip_core::receipts::{DocumentError, HashForm, verify_document};
 use aip_core::signing::{self, Ed25519SigningKey};
 use aip_core::{DecodeError, Limits, decode_envelope_value};
 use base64::Engine;
@@ -280,25 +280,22 @@ pub fn receipts(cmd: &ReceiptsCommand) -> ExitCode {
         println!("invalid: {} at `{}`: {e}", e.code(), e.pointer());
         return ExitCode::from(1);
     }
-    let value: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            println!("invalid: aip.envelope.malformed_json: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let chain = value.pointer("/body/receipt_chain").unwrap_or(&value);
     let form = if *accept_null_hash_form {
         HashForm::AcceptNull
     } else {
         HashForm::Omit
     };
-    match verify_chain_value(chain, form) {
+    // Byte-level verification: canonical receipts are hashed straight from the file's bytes.
+    match verify_document(&bytes, form) {
         Ok(v) => {
             println!("ok {}", v.root_hash);
             ExitCode::SUCCESS
         }
-        Err(e) => {
+        Err(DocumentError::Json(e)) => {
+            println!("invalid: aip.envelope.malformed_json: {e}");
+            ExitCode::from(1)
+        }
+        Err(DocumentError::Chain(e)) => {
             println!("broken: {} {e}", e.code());
             ExitCode::from(1)
         }

@@ -50,6 +50,7 @@ pub mod manifest;
 mod num;
 pub mod principal;
 pub mod receipt;
+mod receipt_bytes;
 pub mod receipts;
 pub mod registry;
 pub mod retry;

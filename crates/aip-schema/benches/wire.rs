@@ -3,10 +3,15 @@
 //!   ~2 KB action envelope, and the same plus the generated JSON Schema, versus
 //!   `serde_json::from_slice::<Value>` of the same bytes;
 //! - envelope sign and verify rates (Ed25519, canonical JSON);
-//! - receipt-chain verification versus raw SHA-256 over the same bytes.
+//! - receipt-chain verification versus raw SHA-256 over the same bytes: the byte-level verifier
+//!   (`verify_document`, what `aip receipts verify` runs) on a 100-receipt chain and on a 2000-receipt
+//!   chain (large enough for the two-thread path), and the reference path (parse + canonicalise).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use aip_core::receipts::{ChainBuilder, HashForm, verify_chain_value};
+use aip_core::receipts::{
+    ChainBuilder, HashForm, verify_chain_value, verify_document, verify_document_fast,
+    verify_document_reference,
+};
 use aip_core::signing::{generate_signing_key, sign_value, verify_value};
 use aip_core::*;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -107,9 +112,9 @@ fn signatures(c: &mut Criterion) {
     g.finish();
 }
 
-fn receipt_chain(c: &mut Criterion) {
+fn chain_bytes(n: u32) -> Vec<u8> {
     let mut builder = ChainBuilder::new("chain_bench");
-    for i in 0..100u32 {
+    for i in 0..n {
         builder.push(Receipt {
             id: ReceiptId::new(format!("rcpt_{i:04}")),
             receipt_type: ReceiptType::ToolExecuted,
@@ -130,17 +135,37 @@ fn receipt_chain(c: &mut Criterion) {
             hash: None,
         });
     }
-    let chain = serde_json::to_value(builder.finish()).unwrap();
-    let bytes = serde_json::to_vec(&chain).unwrap();
-    let mut g = c.benchmark_group(format!("receipt_chain_100_{}B", bytes.len()));
-    g.throughput(Throughput::Bytes(bytes.len() as u64));
-    g.bench_function("baseline_raw_sha256", |b| {
-        b.iter(|| black_box(Sha256::digest(black_box(&bytes))))
-    });
-    g.bench_function("verify_chain_value", |b| {
-        b.iter(|| black_box(verify_chain_value(black_box(&chain), HashForm::Omit).unwrap()))
-    });
-    g.finish();
+    serde_json::to_vec(&builder.finish()).unwrap()
+}
+
+fn receipt_chain(c: &mut Criterion) {
+    for n in [100u32, 2000] {
+        let bytes = chain_bytes(n);
+        let chain: Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(
+            verify_document_fast(&bytes, HashForm::Omit).is_some(),
+            "the fast path takes a canonical chain"
+        );
+        let mut g = c.benchmark_group(format!("receipt_chain_{n}_{}B", bytes.len()));
+        g.throughput(Throughput::Bytes(bytes.len() as u64));
+        g.bench_function("baseline_raw_sha256", |b| {
+            b.iter(|| black_box(Sha256::digest(black_box(&bytes))))
+        });
+        g.bench_function("verify_document_bytes", |b| {
+            b.iter(|| black_box(verify_document(black_box(&bytes), HashForm::Omit).unwrap()))
+        });
+        if n == 100 {
+            g.bench_function("reference_parse_and_verify_chain_value", |b| {
+                b.iter(|| {
+                    black_box(verify_document_reference(black_box(&bytes), HashForm::Omit).unwrap())
+                })
+            });
+            g.bench_function("verify_chain_value_preparsed", |b| {
+                b.iter(|| black_box(verify_chain_value(black_box(&chain), HashForm::Omit).unwrap()))
+            });
+        }
+        g.finish();
+    }
 }
 
 criterion_group!(benches, decode, signatures, receipt_chain);
