@@ -69,6 +69,16 @@ struct Receipt {
     hash: HashField,
     /// Content bounds of `previous_hash` when it is a string.
     previous: Option<(usize, usize)>,
+    /// When the top-level members are out of order (a struct serialized in field order) but
+    /// everything else is canonical: the range of its members in [`Scanner::members`].
+    unsorted: Option<std::ops::Range<usize>>,
+}
+
+/// A top-level receipt member: name bounds and the bounds of the whole member (`"name":value`).
+#[derive(Clone, Copy)]
+struct Member {
+    name: (usize, usize),
+    span: (usize, usize),
 }
 
 /// `root_hash` of a chain.
@@ -140,6 +150,8 @@ const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
+    /// Top-level members of every receipt, in received order.
+    members: Vec<Member>,
 }
 
 impl<'a> Scanner<'a> {
@@ -321,7 +333,7 @@ impl<'a> Scanner<'a> {
     /// A key: members must be strictly increasing by name bytes (no duplicates) to be canonical;
     /// an escaped name is compared only after unescaping, so it counts as non-canonical.
     #[inline(always)]
-    fn key(&mut self, previous: &mut Option<(usize, usize)>, level: &mut u8) -> Scan<Str> {
+    fn key(&mut self, previous: &mut Option<(usize, usize)>, level: &mut u8) -> Scan<(Str, bool)> {
         if self.peek()? != b'"' {
             return Err(Bail);
         }
@@ -330,13 +342,12 @@ impl<'a> Scanner<'a> {
         if k.escaped {
             *level = (*level).max(VALID);
         }
-        if let Some((ps, pe)) = *previous
-            && self.b[ps..pe] >= self.b[k.start..k.end]
-        {
-            *level = (*level).max(VALID);
-        }
+        let in_order = match *previous {
+            Some((ps, pe)) => self.b[ps..pe] < self.b[k.start..k.end],
+            None => true,
+        };
         *previous = Some((k.start, k.end));
-        Ok(k)
+        Ok((k, in_order))
     }
 
     /// After a member or element: `,` (more follow) or `close` (done).
@@ -367,7 +378,9 @@ impl<'a> Scanner<'a> {
         }
         let mut previous = None;
         loop {
-            self.key(&mut previous, level)?;
+            if !self.key(&mut previous, level)?.1 {
+                *level = (*level).max(VALID);
+            }
             self.ws(level);
             self.expect(b':')?;
             self.ws(level);
@@ -525,6 +538,8 @@ impl<'a> Scanner<'a> {
         let mut hash = HashField::Absent;
         let mut previous = None;
         let mut previous_key = None;
+        let mut in_order = true;
+        let first_member = self.members.len();
         self.i += 1;
         self.ws(&mut level);
         if self.peek()? == b'}' {
@@ -532,7 +547,8 @@ impl<'a> Scanner<'a> {
         } else {
             loop {
                 let member_start = self.i;
-                let k = self.key(&mut previous_key, &mut level)?;
+                let (k, ordered) = self.key(&mut previous_key, &mut level)?;
+                in_order &= ordered;
                 self.ws(&mut level);
                 self.expect(b':')?;
                 self.ws(&mut level);
@@ -554,10 +570,28 @@ impl<'a> Scanner<'a> {
                 } else {
                     self.value(depth, &mut level)?;
                 }
+                self.members.push(Member {
+                    name: (k.start, k.end),
+                    span: (member_start, self.i),
+                });
                 if !self.next_or_close(b'}', &mut level)? {
                     break;
                 }
             }
+        }
+        let mut unsorted = None;
+        if !in_order {
+            let b = self.b;
+            let ms = &mut self.members[first_member..];
+            ms.sort_unstable_by(|x, y| b[x.name.0..x.name.1].cmp(&b[y.name.0..y.name.1]));
+            // A duplicate name (serde_json keeps the last) is left to the reference canonicaliser.
+            if ms
+                .windows(2)
+                .any(|w| b[w[0].name.0..w[0].name.1] == b[w[1].name.0..w[1].name.1])
+            {
+                level = level.max(VALID);
+            }
+            unsorted = Some(first_member..self.members.len());
         }
         Ok(Receipt {
             start,
@@ -565,6 +599,7 @@ impl<'a> Scanner<'a> {
             level,
             hash,
             previous,
+            unsorted,
         })
     }
 
@@ -669,7 +704,13 @@ struct Checked<'a> {
 
 /// Verifies one receipt's hash: a canonical receipt by hashing its raw bytes around `hash`, any
 /// other through the reference canonicaliser.
-fn check<'a>(b: &'a [u8], r: &Receipt, form: HashForm) -> Scan<Checked<'a>> {
+fn check<'a>(
+    b: &'a [u8],
+    members: &[Member],
+    r: &Receipt,
+    form: HashForm,
+    scratch: &mut Vec<u8>,
+) -> Scan<Checked<'a>> {
     if r.level != CANONICAL {
         let v: Value = serde_json::from_slice(&b[r.start..r.end]).map_err(|_| Bail)?;
         let found = match v.get("hash") {
@@ -697,6 +738,38 @@ fn check<'a>(b: &'a [u8], r: &Receipt, form: HashForm) -> Scan<Checked<'a>> {
         return Err(Bail);
     };
     let found = &b[vs..ve];
+    if let Some(range) = r.unsorted.clone() {
+        let ms = members.get(range).ok_or(Bail)?;
+        // The canonical receipt: its members in name order, `hash` left out (or set to null).
+        let mut digest = |null_hash: bool| {
+            scratch.clear();
+            scratch.push(b'{');
+            for m in ms {
+                let is_hash = b[m.name.0..m.name.1] == *b"hash";
+                if is_hash && !null_hash {
+                    continue;
+                }
+                if scratch.len() > 1 {
+                    scratch.push(b',');
+                }
+                if is_hash {
+                    scratch.extend_from_slice(b"\"hash\":null");
+                } else {
+                    scratch.extend_from_slice(&b[m.span.0..m.span.1]);
+                }
+            }
+            scratch.push(b'}');
+            hex64(&Sha256::digest(&scratch[..]))
+        };
+        let ok = digest(false) == found || (form == HashForm::AcceptNull && digest(true) == found);
+        if !ok {
+            return Err(Bail);
+        }
+        return Ok(Checked {
+            hash: Cow::Borrowed(found),
+            previous: r.previous.map(|(s, e)| Cow::Borrowed(&b[s..e])),
+        });
+    }
     // The bytes to drop: the member and one adjacent comma (or just the member when it is alone).
     let (cut_start, cut_end) = if b[ms - 1] == b',' {
         (ms - 1, me)
@@ -726,28 +799,41 @@ fn check<'a>(b: &'a [u8], r: &Receipt, form: HashForm) -> Scan<Checked<'a>> {
     })
 }
 
-fn check_all<'a>(b: &'a [u8], rs: &[Receipt], form: HashForm) -> Scan<Vec<Checked<'a>>> {
-    rs.iter().map(|r| check(b, r, form)).collect()
+fn check_all<'a>(
+    b: &'a [u8],
+    members: &[Member],
+    rs: &[Receipt],
+    form: HashForm,
+) -> Scan<Vec<Checked<'a>>> {
+    let mut scratch = Vec::new();
+    rs.iter()
+        .map(|r| check(b, members, r, form, &mut scratch))
+        .collect()
 }
 
 /// Verifies independent receipt hashes, on two threads when there is enough to pay for one.
-fn check_receipts<'a>(b: &'a [u8], rs: &[Receipt], form: HashForm) -> Scan<Vec<Checked<'a>>> {
+fn check_receipts<'a>(
+    b: &'a [u8],
+    members: &[Member],
+    rs: &[Receipt],
+    form: HashForm,
+) -> Scan<Vec<Checked<'a>>> {
     let bytes = match (rs.first(), rs.last()) {
         (Some(f), Some(l)) => l.end - f.start,
         _ => 0,
     };
     if bytes < PARALLEL_MIN_BYTES || std::thread::available_parallelism().map_or(1, usize::from) < 2
     {
-        return check_all(b, rs, form);
+        return check_all(b, members, rs, form);
     }
     let (left, right) = rs.split_at(rs.len() / 2);
     std::thread::scope(|s| {
-        let Ok(other) = std::thread::Builder::new().spawn_scoped(s, || check_all(b, right, form))
+        let Ok(other) = std::thread::Builder::new().spawn_scoped(s, || check_all(b, members, right, form))
         else {
             // No thread to be had: do it all here.
-            return check_all(b, rs, form);
+            return check_all(b, members, rs, form);
         };
-        let mut l = check_all(b, left, form)?;
+        let mut l = check_all(b, members, left, form)?;
         // A panicking worker is a bug; the reference path still answers.
         l.extend(other.join().map_err(|_| Bail)??);
         Ok(l)
@@ -756,10 +842,14 @@ fn check_receipts<'a>(b: &'a [u8], rs: &[Receipt], form: HashForm) -> Scan<Vec<C
 
 /// The fast path: `Ok` only when every receipt, link and the root verify.
 pub(crate) fn verify(bytes: &[u8], form: HashForm) -> Scan<VerifiedChain> {
-    let mut s = Scanner { b: bytes, i: 0 };
+    let mut s = Scanner {
+        b: bytes,
+        i: 0,
+        members: Vec::new(),
+    };
     let chain = s.document()?;
     let receipts = chain.receipts.ok_or(Bail)?;
-    let checked = check_receipts(bytes, &receipts, form)?;
+    let checked = check_receipts(bytes, &s.members, &receipts, form)?;
     let mut root = Sha256::new();
     let mut prior: Option<&[u8]> = None;
     for c in &checked {

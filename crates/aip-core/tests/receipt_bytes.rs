@@ -206,6 +206,8 @@ struct ReceiptSpec {
     null_form: bool,
     fault: Fault,
     style: Style,
+    /// Only the receipt's own members out of order (a struct serialized in field order).
+    reverse_top: bool,
 }
 
 fn receipt_spec() -> impl Strategy<Value = ReceiptSpec> {
@@ -214,12 +216,14 @@ fn receipt_spec() -> impl Strategy<Value = ReceiptSpec> {
         prop::bool::weighted(0.2),
         fault(),
         style(),
+        any::<bool>(),
     )
-        .prop_map(|(members, null_form, fault, style)| ReceiptSpec {
+        .prop_map(|(members, null_form, fault, style, reverse_top)| ReceiptSpec {
             members,
             null_form,
             fault,
             style,
+            reverse_top,
         })
 }
 
@@ -310,7 +314,20 @@ fn build(spec: &ChainSpec) -> Vec<u8> {
             Fault::PreviousNull => v["previous_hash"] = Value::Null,
         }
         let mut t = String::new();
-        emit(&v, r.style, &mut t);
+        if r.reverse_top && r.style.canonical() {
+            t.push('{');
+            for (j, (k, m)) in v.as_object().unwrap().iter().rev().enumerate() {
+                if j > 0 {
+                    t.push(',');
+                }
+                emit_str(k, r.style, &mut t);
+                t.push(':');
+                emit(m, r.style, &mut t);
+            }
+            t.push('}');
+        } else {
+            emit(&v, r.style, &mut t);
+        }
         texts.push(t);
         hashes.push(h.clone());
         prev = Some(h);
