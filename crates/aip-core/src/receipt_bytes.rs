@@ -828,7 +828,8 @@ fn check_receipts<'a>(
     }
     let (left, right) = rs.split_at(rs.len() / 2);
     std::thread::scope(|s| {
-        let Ok(other) = std::thread::Builder::new().spawn_scoped(s, || check_all(b, members, right, form))
+        let Ok(other) =
+            std::thread::Builder::new().spawn_scoped(s, || check_all(b, members, right, form))
         else {
             // No thread to be had: do it all here.
             return check_all(b, members, rs, form);

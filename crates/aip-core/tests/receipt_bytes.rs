@@ -218,13 +218,15 @@ fn receipt_spec() -> impl Strategy<Value = ReceiptSpec> {
         style(),
         any::<bool>(),
     )
-        .prop_map(|(members, null_form, fault, style, reverse_top)| ReceiptSpec {
-            members,
-            null_form,
-            fault,
-            style,
-            reverse_top,
-        })
+        .prop_map(
+            |(members, null_form, fault, style, reverse_top)| ReceiptSpec {
+                members,
+                null_form,
+                fault,
+                style,
+                reverse_top,
+            },
+        )
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -345,7 +347,9 @@ fn build(spec: &ChainSpec) -> Vec<u8> {
     match spec.root {
         RootFault::None => chain.push_str(&format!("{sep}\"root_hash\"{colon}\"{root}\"")),
         RootFault::Missing => {}
-        RootFault::Wrong => chain.push_str(&format!("{sep}\"root_hash\"{colon}\"{}\"", "0".repeat(64))),
+        RootFault::Wrong => {
+            chain.push_str(&format!("{sep}\"root_hash\"{colon}\"{}\"", "0".repeat(64)))
+        }
         RootFault::NotString => chain.push_str(&format!("{sep}\"root_hash\"{colon}null")),
     }
     chain.push('}');
@@ -416,8 +420,9 @@ fn canonical_chains_take_the_fast_path_and_match_the_reference_root() {
         .map(|r| r["hash"].as_str().unwrap().to_owned())
         .collect();
     let root = root_hash(hashes.iter().map(String::as_str));
-    let bytes = serde_json::to_vec(&json!({"chain_id": "c", "receipts": receipts, "root_hash": root}))
-        .unwrap();
+    let bytes =
+        serde_json::to_vec(&json!({"chain_id": "c", "receipts": receipts, "root_hash": root}))
+            .unwrap();
     let fast = verify_document_fast(&bytes, HashForm::Omit).expect("canonical chain");
     assert_eq!(fast.root_hash, root);
     assert_eq!(
@@ -449,7 +454,9 @@ fn a_chain_large_enough_for_two_threads_verifies_and_names_its_first_broken_link
     let bytes = serde_json::to_vec(&chain).unwrap();
     assert!(bytes.len() > 300_000);
     assert_eq!(
-        verify_document_fast(&bytes, HashForm::Omit).unwrap().root_hash,
+        verify_document_fast(&bytes, HashForm::Omit)
+            .unwrap()
+            .root_hash,
         root
     );
     chain["receipts"][1200]["data"]["n"] = json!(-1);
@@ -459,7 +466,10 @@ fn a_chain_large_enough_for_two_threads_verifies_and_names_its_first_broken_link
     let Err(DocumentError::Chain(e)) = verify_document(&bytes, HashForm::Omit) else {
         panic!("tampered chain verified")
     };
-    assert_eq!((e.index, e.code()), (Some(900), "aip.receipt.hash_mismatch"));
+    assert_eq!(
+        (e.index, e.code()),
+        (Some(900), "aip.receipt.hash_mismatch")
+    );
 }
 
 #[test]
@@ -485,7 +495,13 @@ fn null_form_receipts_verify_on_the_fast_path_only_when_accepted() {
 
 #[test]
 fn bytes_that_are_not_json_are_reported_as_such() {
-    for bad in [&b""[..], b"{", b"{\"receipts\":[]} x", b"\xef\xbb\xbf{}", b"{\"receipts\":[\"\\ud800\"]}"] {
+    for bad in [
+        &b""[..],
+        b"{",
+        b"{\"receipts\":[]} x",
+        b"\xef\xbb\xbf{}",
+        b"{\"receipts\":[\"\\ud800\"]}",
+    ] {
         assert!(verify_document_fast(bad, HashForm::Omit).is_none());
         assert!(matches!(
             verify_document(bad, HashForm::Omit),

@@ -9,6 +9,9 @@ fuzz_target!(|data: &[u8]| {
     let limits = Limits::default();
     if let Ok(env) = decode_envelope(data, &limits) {
         let wire = env.to_json_vec().expect("a decoded envelope serializes");
-        assert!(decode_envelope(&wire, &limits).is_ok(), "re-encoded envelope must decode");
+        assert!(
+            decode_envelope(&wire, &limits).is_ok(),
+            "re-encoded envelope must decode"
+        );
     }
 });

@@ -36,9 +36,14 @@ fn seal(text: &str, previous: Option<&str>, null_form: bool) -> Option<(String, 
     let open = text.find('{')?;
     let (head, tail) = text.split_at(open + 1);
     let empty = tail.trim_start().starts_with('}');
-    let prev = previous.map(|p| format!("\"previous_hash\":\"{p}\"")).unwrap_or_default();
+    let prev = previous
+        .map(|p| format!("\"previous_hash\":\"{p}\""))
+        .unwrap_or_default();
     let join = |extra: &str| {
-        let mut members: Vec<&str> = [extra, prev.as_str()].into_iter().filter(|s| !s.is_empty()).collect();
+        let mut members: Vec<&str> = [extra, prev.as_str()]
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .collect();
         if !empty {
             members.push("");
         }
@@ -46,13 +51,23 @@ fn seal(text: &str, previous: Option<&str>, null_form: bool) -> Option<(String, 
     };
     let unsealed = join("");
     let v: Value = serde_json::from_str(&unsealed).ok()?;
-    let h = if null_form { receipt_value_hash_null_form(&v) } else { receipt_value_hash(&v) };
+    let h = if null_form {
+        receipt_value_hash_null_form(&v)
+    } else {
+        receipt_value_hash(&v)
+    };
     Some((join(&format!("\"hash\":\"{h}\"")), h))
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
-    let form = if mode & 1 == 1 { HashForm::AcceptNull } else { HashForm::Omit };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let form = if mode & 1 == 1 {
+        HashForm::AcceptNull
+    } else {
+        HashForm::Omit
+    };
     if mode & 2 == 0 {
         check(rest, form);
         return;
@@ -60,16 +75,28 @@ fuzz_target!(|data: &[u8]| {
     let mut receipts = Vec::new();
     let mut hashes = Vec::new();
     for (i, piece) in rest.split(|&b| b == 0xff).enumerate() {
-        let Ok(text) = std::str::from_utf8(piece) else { continue };
-        if !matches!(serde_json::from_str::<Value>(text), Ok(Value::Object(m)) if !m.contains_key("hash") && !m.contains_key("previous_hash")) {
+        let Ok(text) = std::str::from_utf8(piece) else {
+            continue;
+        };
+        if !matches!(serde_json::from_str::<Value>(text), Ok(Value::Object(m)) if !m.contains_key("hash") && !m.contains_key("previous_hash"))
+        {
             continue;
         }
-        let Some((sealed, h)) = seal(text, hashes.last().map(String::as_str), mode & 4 != 0 && i % 2 == 0) else { continue };
+        let Some((sealed, h)) = seal(
+            text,
+            hashes.last().map(String::as_str),
+            mode & 4 != 0 && i % 2 == 0,
+        ) else {
+            continue;
+        };
         receipts.push(sealed);
         hashes.push(h);
     }
     let root = root_hash(hashes.iter().map(String::as_str));
-    let doc = format!("{{\"chain_id\":\"c\",\"receipts\":[{}],\"root_hash\":\"{root}\"}}", receipts.join(","));
+    let doc = format!(
+        "{{\"chain_id\":\"c\",\"receipts\":[{}],\"root_hash\":\"{root}\"}}",
+        receipts.join(",")
+    );
     check(doc.as_bytes(), form);
     if mode & 8 != 0 {
         let env = format!("{{\"body\": {{\"receipt_chain\": {doc}}}, \"aip_version\": \"1.0\"}}");
