@@ -11,8 +11,8 @@ use aip_core::{
     PrincipalId, PrincipalKind, ProtocolError, ReceiptType, Timestamp,
 };
 use aip_store::{
-    ActionRecord, ActionState, Admission, AdmissionOutcome, CollisionBehavior, Fence,
-    IdempotencyClaim, Lease, NewAction, NewEvent, NewJob, ReplayClaim, Store, StoreError,
+    ActionRecord, ActionState, Admission, AdmissionLease, AdmissionOutcome, CollisionBehavior,
+    Fence, IdempotencyClaim, Lease, NewAction, NewEvent, NewJob, ReplayClaim, Store, StoreError,
     Transition, WorkerId,
 };
 use serde_json::{Value, json};
@@ -542,7 +542,11 @@ impl Runtime {
             idempotency,
             receipts: chain.take(),
             events,
-            job: (mode != Mode::Sync).then(|| NewJob {
+            // Every action has a job. Async and streaming work waits in the queue; sync work is run at
+            // once by this node under a lease taken in the admission transaction, so it is fenced like
+            // queued work, no other node's recovery touches it while the lease lives, and if this node
+            // dies a worker elsewhere takes the lapsed lease over (never re-running a mutation).
+            job: Some(NewJob {
                 job_id: format!("job_{action_id}"),
                 queue: ACTION_QUEUE.into(),
                 action_id: Some(action_id.clone()),
@@ -551,9 +555,13 @@ impl Runtime {
                 max_attempts: MAX_ATTEMPTS,
                 payload: json!({}),
             }),
+            lease: (mode == Mode::Sync).then(|| AdmissionLease {
+                worker: self.worker_id.clone(),
+                lease_ms: self.lease_ms(),
+            }),
         };
-        let record = match self.store.admit(admission).await {
-            Ok(AdmissionOutcome::Admitted(record)) => record,
+        let (record, lease) = match self.store.admit(admission).await {
+            Ok(AdmissionOutcome::Admitted { record, lease }) => (record, lease),
             Ok(AdmissionOutcome::Replayed { original, .. }) => {
                 metrics::counter!("aip_actions_cached_total").increment(1);
                 return self.replay_reply(caller, envelope, original, mode).await;
@@ -582,7 +590,14 @@ impl Runtime {
             };
             return Ok(ok(202, Envelope::reply_to(envelope, MessageBody::Ack(ack))));
         }
-        let result = self.execute(&cap, &record, None, chain).await?;
+        let lease = lease.ok_or_else(|| {
+            RuntimeError::Storage(StoreError::Corrupt(
+                "sync admission returned no lease".into(),
+            ))
+        })?;
+        let result = self
+            .execute(&cap, &record, Some(&lease.fence), chain)
+            .await?;
         metrics::histogram!("aip_action_duration_seconds", "mode" => "sync")
             .record(started.elapsed().as_secs_f64());
         let ack = Ack {
@@ -626,7 +641,8 @@ impl Runtime {
         }
     }
 
-    /// Run the handler under a frozen trusted context and commit the outcome (fenced for leased work).
+    /// Run the handler under a frozen trusted context and commit the outcome. Leased work (`fence`) keeps
+    /// its lease renewed while the handler runs and commits under the fence.
     async fn execute(
         &self,
         cap: &Arc<AdmittedCapability>,
@@ -650,9 +666,10 @@ impl Runtime {
             .unwrap_or(Value::Null);
         self.lock_running()
             .insert(record.action_id.clone(), token.clone());
-        let outcome = if ctx.remaining().is_zero() {
-            Err(HandlerError::DeadlineExceeded)
-        } else {
+        let invoke = async {
+            if ctx.remaining().is_zero() {
+                return Err(HandlerError::DeadlineExceeded);
+            }
             match tokio::time::timeout(ctx.remaining(), cap.handler.invoke(&ctx, &input)).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(if cap.handler.support().mutation {
@@ -663,6 +680,18 @@ impl Runtime {
                     HandlerError::DeadlineExceeded
                 }),
             }
+        };
+        let outcome = match fence {
+            Some(fence) => {
+                tokio::pin!(invoke);
+                tokio::select! {
+                    outcome = &mut invoke => outcome,
+                    // The lease was lost (another worker took it over): the handler runs on, but its
+                    // commit below is refused by the fence.
+                    () = self.keep_lease(fence, &record.action_id, &token) => invoke.await,
+                }
+            }
+            None => invoke.await,
         };
         self.lock_running().remove(&record.action_id);
         ctx.chunks.finish(&outcome).await;
@@ -887,8 +916,13 @@ impl Runtime {
 
     // ---- async work ----
 
+    /// Lease length of claimed (and sync) work.
+    fn lease_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ms).unwrap_or(30_000)
+    }
+
     async fn worker_loop(self: Arc<Self>) {
-        let lease_ms = i64::try_from(self.config.lease_ms).unwrap_or(30_000);
+        let lease_ms = self.lease_ms();
         while !self.shutdown.is_cancelled() {
             let claimed = self
                 .store
@@ -1034,41 +1068,38 @@ impl Runtime {
                         Err(err) => return Err(err.into()),
                     }
                 };
-                let renewer = self.spawn_renewer(fence.clone(), record.action_id.clone());
-                let outcome = self.execute(&cap, &record, Some(fence), chain).await;
-                renewer.cancel();
-                outcome.map(|_| ())
+                self.execute(&cap, &record, Some(fence), chain)
+                    .await
+                    .map(|_| ())
             }
             _ => Ok(self.store.complete_job(fence, now_ms()).await?),
         }
     }
 
-    /// Keeps the lease alive while the handler runs and relays cancellation recorded by another node.
-    fn spawn_renewer(&self, fence: Fence, action_id: String) -> CancellationToken {
-        let stop = CancellationToken::new();
-        let store = Arc::clone(&self.store);
-        let lease_ms = i64::try_from(self.config.lease_ms).unwrap_or(30_000);
-        let token = self.lock_running().get(&action_id).cloned();
-        let stop_inner = stop.clone();
+    /// Renews the lease every third of its length while the handler runs, and relays a cancellation
+    /// recorded by another node to the handler's `token`. Returns only when the lease is lost.
+    async fn keep_lease(&self, fence: &Fence, action_id: &str, token: &CancellationToken) {
         let period = Duration::from_millis(self.config.lease_ms / 3);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = stop_inner.cancelled() => return,
-                    () = tokio::time::sleep(period) => {}
-                }
-                if store.renew(&fence, now_ms(), lease_ms).await.is_err() {
+        loop {
+            tokio::time::sleep(period).await;
+            match self.store.renew(fence, now_ms(), self.lease_ms()).await {
+                Ok(_) => {}
+                Err(err @ (StoreError::StaleLease | StoreError::NotFound { .. })) => {
+                    tracing::warn!(action = %action_id, error = %err, "lease lost");
                     return;
                 }
-                if let (Some(token), Ok(Some(record))) =
-                    (&token, store.get_action(&action_id).await)
-                    && record.state == ActionState::Cancelling
-                {
-                    token.cancel();
+                // An outage: try again next period (the lease may still be ours).
+                Err(err) => {
+                    tracing::warn!(action = %action_id, error = %err, "lease renewal failed");
+                    continue;
                 }
             }
-        });
-        stop
+            if let Ok(Some(record)) = self.store.get_action(action_id).await
+                && record.state == ActionState::Cancelling
+            {
+                token.cancel();
+            }
+        }
     }
 
     async fn finish_without_dispatch(
@@ -1113,8 +1144,12 @@ impl Runtime {
         Ok(())
     }
 
-    /// Boot recovery: sync work interrupted by a crash has no job; settle or re-queue it. Async work keeps
-    /// its job and is re-claimed when its lease lapses.
+    /// Boot recovery of work no job can finish any more: actions without a job (sync work admitted by
+    /// an older build) and actions whose job ran out of attempts. Everything else, sync work included,
+    /// holds a job: while its lease lives its node is running it (so it is left alone, even when
+    /// another node on the same database is that node), and once the lease lapses a worker takes it over
+    /// under a new fence (`run_job`), settling an interrupted mutation as uncertain rather than
+    /// running it twice.
     async fn recover(&self) -> Result<(), RuntimeError> {
         let now = now_ms();
         let unfinished = self

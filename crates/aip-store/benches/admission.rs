@@ -80,6 +80,7 @@ fn admission(run: &str) -> Admission {
             data: json!({}),
         }],
         job: None,
+        lease: None,
     }
 }
 

@@ -57,6 +57,27 @@ pub(crate) fn same_json(a: &Value, b: &Value) -> bool {
     a == b
 }
 
+/// The most rows one multi-row statement carries (bounded parameter counts on both backends).
+pub(crate) const MAX_ROWS: usize = 64;
+
+/// `($1, …, $cols), ($cols+1, …)`: `rows` groups of numbered parameters for a multi-row INSERT. The
+/// SQL holds placeholders only, never values.
+pub(crate) fn values_list(rows: usize, cols: usize) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::with_capacity(rows * cols * 5);
+    for row in 0..rows {
+        sql.push_str(if row == 0 { "(" } else { ", (" });
+        for col in 0..cols {
+            if col > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "${}", row * cols + col + 1);
+        }
+        sql.push(')');
+    }
+    sql
+}
+
 macro_rules! sql_store_impl {
     ($Store:ident, $Db:ty, $backend:expr, lock = $lock:literal, claim_lock = $claim_lock:literal) => {
         type Conn = <$Db as sqlx::Database>::Connection;
@@ -240,73 +261,91 @@ macro_rules! sql_store_impl {
                 $crate::cursor::CursorKey::from_hex(&hex)
             }
 
-            async fn tx_append_receipt(tx: &mut Conn, r: &$crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
+            /// Appends receipts that must extend their chains exactly; returns their positions. Each run
+            /// of one chain costs one read of the chain's head (none for a new chain, whose receipts
+            /// start at position 0, which the insert finds taken if the chain exists) and one
+            /// multi-row insert; only a collision costs more (to tell a duplicate from a fork).
+            async fn tx_append_receipts(tx: &mut Conn, receipts: &[$crate::model::NewReceipt]) -> $crate::error::StoreResult<Vec<i64>> {
                 use sqlx::Row as _;
-                let exists = sqlx::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
-                    .bind(&r.receipt_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if exists.is_some() {
-                    return Err($crate::error::StoreError::Duplicate { kind: "receipt" });
-                }
-                let last = sqlx::query("SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1")
-                    .bind(&r.chain_id)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let conflict = || $crate::error::StoreError::ReceiptChainConflict { chain_id: r.chain_id.clone() };
-                let position: i64 = match (last, r.previous_hash.as_deref()) {
-                    (None, None) => 0,
-                    (Some(row), Some(prev)) => {
-                        let hash: String = row.try_get("hash")?;
-                        if hash != prev {
-                            return Err(conflict());
+                use $crate::error::StoreError;
+                let mut positions = Vec::with_capacity(receipts.len());
+                let mut rest = receipts;
+                while let Some(first) = rest.first() {
+                    let run = rest.iter().take_while(|r| r.chain_id == first.chain_id).count().min($crate::backend::MAX_ROWS);
+                    let (chunk, tail) = rest.split_at(run);
+                    rest = tail;
+                    let conflict = || StoreError::ReceiptChainConflict { chain_id: first.chain_id.clone() };
+                    let start: i64 = match first.previous_hash.as_deref() {
+                        None => 0,
+                        Some(prev) => {
+                            let last = sqlx::query("SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1")
+                                .bind(&first.chain_id)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                            match last {
+                                Some(row) if row.try_get::<String, _>("hash")? == prev => row.try_get::<i64, _>("position")? + 1,
+                                _ => return Err(conflict()),
+                            }
                         }
-                        row.try_get::<i64, _>("position")? + 1
+                    };
+                    if chunk.windows(2).any(|w| w[1].previous_hash.as_deref() != Some(w[0].hash.as_str())) {
+                        return Err(conflict());
                     }
-                    _ => return Err(conflict()),
-                };
-                let res = sqlx::query(
-                    "INSERT INTO aip_receipts (receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                )
-                .bind(&r.receipt_id)
-                .bind(&r.chain_id)
-                .bind(position)
-                .bind(&r.tenant)
-                .bind(r.principal.as_deref())
-                .bind(r.action_id.as_deref())
-                .bind(&r.receipt_type)
-                .bind(&r.hash)
-                .bind(r.previous_hash.as_deref())
-                .bind(r.created_at_ms)
-                .bind(sqlx::types::Json(&r.body))
-                .execute(&mut *tx)
-                .await;
-                match res {
-                    Ok(_) => {}
-                    // A concurrent writer took this position first.
-                    Err(err) if $crate::error::is_unique_violation(&err) => return Err(conflict()),
-                    Err(err) => return Err(err.into()),
+                    let sql = format!(
+                        "INSERT INTO aip_receipts (receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body) \
+                         VALUES {} ON CONFLICT DO NOTHING RETURNING receipt_id",
+                        $crate::backend::values_list(chunk.len(), 11)
+                    );
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    for (r, position) in chunk.iter().zip(start..) {
+                        q = q
+                            .bind(&r.receipt_id)
+                            .bind(&r.chain_id)
+                            .bind(position)
+                            .bind(&r.tenant)
+                            .bind(r.principal.as_deref())
+                            .bind(r.action_id.as_deref())
+                            .bind(&r.receipt_type)
+                            .bind(&r.hash)
+                            .bind(r.previous_hash.as_deref())
+                            .bind(r.created_at_ms)
+                            .bind(sqlx::types::Json(&r.body));
+                        positions.push(position);
+                    }
+                    let inserted = q.fetch_all(&mut *tx).await?;
+                    if inserted.len() < chunk.len() {
+                        // A reused receipt id is a duplicate; any other collision is a position that
+                        // another writer took first: a fork.
+                        let got = inserted
+                            .iter()
+                            .map(|row| row.try_get::<String, _>("receipt_id"))
+                            .collect::<Result<std::collections::HashSet<_>, _>>()?;
+                        for r in chunk.iter().filter(|r| !got.contains(&r.receipt_id)) {
+                            let exists = sqlx::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
+                                .bind(&r.receipt_id)
+                                .fetch_optional(&mut *tx)
+                                .await?;
+                            if exists.is_some() {
+                                return Err(StoreError::Duplicate { kind: "receipt" });
+                            }
+                        }
+                        return Err(conflict());
+                    }
                 }
-                Ok($crate::model::ReceiptRecord {
-                    receipt_id: r.receipt_id.clone(),
-                    chain_id: r.chain_id.clone(),
-                    position: $crate::backend::to_u64(position, "receipt position")?,
-                    tenant: r.tenant.clone(),
-                    principal: r.principal.clone(),
-                    action_id: r.action_id.clone(),
-                    receipt_type: r.receipt_type.clone(),
-                    hash: r.hash.clone(),
-                    previous_hash: r.previous_hash.clone(),
-                    created_at_ms: r.created_at_ms,
-                    body: r.body.clone(),
-                })
+                Ok(positions)
             }
 
-            async fn tx_insert_job(tx: &mut Conn, job: &$crate::model::NewJob) -> $crate::error::StoreResult<()> {
+            /// Inserts a job: ready, or (with `lease`: worker and expiry) already leased to its first
+            /// worker, as a first claim would leave it (attempt 1, fencing token 1).
+            async fn tx_insert_job(
+                tx: &mut Conn,
+                job: &$crate::model::NewJob,
+                lease: Option<(&$crate::model::WorkerId, i64)>,
+            ) -> $crate::error::StoreResult<()> {
                 let res = sqlx::query(
-                    "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, fence, created_at_ms, updated_at_ms, payload) \
-                     VALUES ($1, $2, $3, $4, 'ready', $5, 0, $6, 0, $5, $5, $7)",
+                    "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, fence, \
+                     lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms, payload) \
+                     VALUES ($1, $2, $3, $4, $8, $5, $9, $6, $9, $10, $11, $5, $5, $7)",
                 )
                 .bind(&job.job_id)
                 .bind(&job.queue)
@@ -315,6 +354,10 @@ macro_rules! sql_store_impl {
                 .bind(job.available_at_ms)
                 .bind(i64::from(job.max_attempts.max(1)))
                 .bind(sqlx::types::Json(&job.payload))
+                .bind(if lease.is_some() { "leased" } else { "ready" })
+                .bind(i64::from(lease.is_some()))
+                .bind(lease.map(|(worker, _)| worker.as_str()))
+                .bind(lease.map(|(_, expires)| expires))
                 .execute(&mut *tx)
                 .await;
                 match res {
@@ -404,6 +447,14 @@ macro_rules! sql_store_impl {
                 if a.action.state.is_terminal() {
                     return Err(StoreError::InvalidInput("an action cannot be admitted in a terminal state"));
                 }
+                if let Some(l) = &a.lease {
+                    if a.job.is_none() {
+                        return Err(StoreError::InvalidInput("an admission lease needs a job"));
+                    }
+                    if l.lease_ms <= 0 {
+                        return Err(StoreError::InvalidInput("lease duration must be positive"));
+                    }
+                }
                 self.write(true, move |tx| Box::pin(async move {
                 if let Some(claim) = &a.idempotency {
                     if claim.expires_at_ms <= now {
@@ -454,13 +505,13 @@ macro_rules! sql_store_impl {
                     }
                 }
                 let act = &a.action;
-                let inserted = sqlx::query(concat!(
+                let input_hash = act.input_hash.clone().or_else(|| a.idempotency.as_ref().map(|c| c.input_hash.clone()));
+                // Nothing is read back: the new row is exactly what was written.
+                let inserted = sqlx::query(
                     "INSERT INTO aip_actions (action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14) RETURNING ",
-                    "action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
-                ))
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14)",
+                )
                 .bind(&act.action_id)
                 .bind(&act.tenant)
                 .bind(&act.principal)
@@ -471,25 +522,57 @@ macro_rules! sql_store_impl {
                 .bind(act.state.as_str())
                 .bind(a.idempotency.as_ref().map(|c| c.scope.as_str()))
                 .bind(a.idempotency.as_ref().map(|c| c.key.as_str()))
-                .bind(act.input_hash.as_deref().or(a.idempotency.as_ref().map(|c| c.input_hash.as_str())))
+                .bind(input_hash.as_deref())
                 .bind(act.deadline_ms)
                 .bind(act.created_at_ms)
                 .bind(sqlx::types::Json(&act.request))
-                .fetch_one(&mut *tx)
+                .execute(&mut *tx)
                 .await;
-                let record = match inserted {
-                    Ok(row) => rows::action(&row)?,
+                match inserted {
+                    Ok(_) => {}
                     Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "action" }),
                     Err(err) => return Err(err.into()),
-                };
-                for r in &a.receipts {
-                    Self::tx_append_receipt(&mut *tx, r).await?;
                 }
+                Self::tx_append_receipts(&mut *tx, &a.receipts).await?;
+                let mut lease = None;
                 if let Some(job) = &a.job {
-                    Self::tx_insert_job(&mut *tx, job).await?;
+                    let leased = a.lease.as_ref().map(|l| (&l.worker, now.saturating_add(l.lease_ms)));
+                    Self::tx_insert_job(&mut *tx, job, leased).await?;
+                    if let Some(l) = &a.lease {
+                        // A fresh row: its first lease is attempt 1 with fencing token 1.
+                        lease = Some($crate::model::Lease {
+                            fence: $crate::model::Fence { job_id: job.job_id.clone(), worker_id: l.worker.clone(), token: 1 },
+                            queue: job.queue.clone(),
+                            action_id: job.action_id.clone(),
+                            attempt: 1,
+                            expires_at_ms: now.saturating_add(l.lease_ms),
+                            payload: job.payload.clone(),
+                        });
+                    }
                 }
                 Self::tx_append_events(&mut *tx, &a.events).await?;
-                Ok(AdmissionOutcome::Admitted(record))
+                let (scope, key) = a.idempotency.map(|c| (c.scope, c.key)).unzip();
+                let act = a.action;
+                let record = $crate::model::ActionRecord {
+                    action_id: act.action_id,
+                    tenant: act.tenant,
+                    principal: act.principal,
+                    session_id: act.session_id,
+                    capability: act.capability,
+                    correlation_id: act.correlation_id,
+                    mode: act.mode,
+                    state: act.state,
+                    idempotency_scope: scope,
+                    idempotency_key: key,
+                    input_hash,
+                    deadline_ms: act.deadline_ms,
+                    created_at_ms: act.created_at_ms,
+                    updated_at_ms: act.created_at_ms,
+                    version: 0,
+                    request: act.request,
+                    result: None,
+                };
+                Ok(AdmissionOutcome::Admitted { record, lease })
                 }))
                 .await
             }
@@ -579,47 +662,67 @@ macro_rules! sql_store_impl {
                     return Err(StoreError::InvalidInput("finish_job needs a fence"));
                 }
                 self.write(true, move |tx| Box::pin(async move {
-                if let Some(fence) = &t.fence {
-                    Self::tx_check_fence(&mut *tx, fence, t.now_ms).await?;
-                }
-                let current = Self::tx_get_action(&mut *tx, &t.action_id)
-                    .await?
-                    .ok_or(StoreError::NotFound { kind: "action" })?;
-                if current.state.is_terminal() {
-                    return Err(StoreError::Terminal { state: current.state.as_str().to_owned() });
-                }
-                if !t.from.contains(&current.state) {
-                    return Err(StoreError::StateConflict { actual: current.state.as_str().to_owned() });
-                }
-                let row = sqlx::query(concat!(
-                    "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
-                     WHERE action_id = $1 AND state = $5 RETURNING ",
-                    "action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
-                ))
-                .bind(&t.action_id)
-                .bind(t.to.as_str())
-                .bind(t.result.as_ref().map(sqlx::types::Json))
-                .bind(t.now_ms)
-                .bind(current.state.as_str())
-                .fetch_optional(&mut *tx)
-                .await?
-                .ok_or_else(|| StoreError::StateConflict { actual: current.state.as_str().to_owned() })?;
-                let record = rows::action(&row)?;
-                if t.finish_job {
-                    if let Some(fence) = &t.fence {
-                        sqlx::query(
-                            "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1",
+                match &t.fence {
+                    Some(fence) if t.finish_job => {
+                        // The fence check and the job's completion in one statement (on PostgreSQL the
+                        // update locks the job row as the check's FOR UPDATE would).
+                        let done = sqlx::query(
+                            "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 \
+                             WHERE job_id = $1 AND state = 'leased' AND lease_owner = $3 AND fence = $4 AND lease_expires_at_ms > $2",
                         )
                         .bind(&fence.job_id)
                         .bind(t.now_ms)
+                        .bind(fence.worker_id.as_str())
+                        .bind(i64::try_from(fence.token).map_err(|_| StoreError::StaleLease)?)
                         .execute(&mut *tx)
-                        .await?;
+                        .await?
+                        .rows_affected();
+                        if done == 0 {
+                            // Not held: the check names why (a missing job or a stale lease).
+                            Self::tx_check_fence(&mut *tx, fence, t.now_ms).await?;
+                            return Err(StoreError::StaleLease);
+                        }
                     }
+                    Some(fence) => Self::tx_check_fence(&mut *tx, fence, t.now_ms).await?,
+                    None => {}
                 }
-                for r in &t.receipts {
-                    Self::tx_append_receipt(&mut *tx, r).await?;
-                }
+                // Compare-and-set in one statement; only a refused update reads the row to say why.
+                let from: Vec<&str> = t.from.iter().filter(|s| !s.is_terminal()).map(|s| s.as_str()).collect();
+                let row = if from.is_empty() {
+                    None
+                } else {
+                    let states = (0..from.len()).map(|i| format!("${}", i + 5)).collect::<Vec<_>>().join(", ");
+                    let sql = format!(
+                        "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
+                         WHERE action_id = $1 AND state IN ({states}) RETURNING \
+                         action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+                         idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
+                    );
+                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .bind(&t.action_id)
+                        .bind(t.to.as_str())
+                        .bind(t.result.as_ref().map(sqlx::types::Json))
+                        .bind(t.now_ms);
+                    for state in &from {
+                        q = q.bind(*state);
+                    }
+                    q.fetch_optional(&mut *tx).await?
+                };
+                let record = match row {
+                    Some(row) => rows::action(&row)?,
+                    None => {
+                        let current = Self::tx_get_action(&mut *tx, &t.action_id)
+                            .await?
+                            .ok_or(StoreError::NotFound { kind: "action" })?;
+                        let actual = current.state.as_str().to_owned();
+                        return Err(if current.state.is_terminal() {
+                            StoreError::Terminal { state: actual }
+                        } else {
+                            StoreError::StateConflict { actual }
+                        });
+                    }
+                };
+                Self::tx_append_receipts(&mut *tx, &t.receipts).await?;
                 Self::tx_append_events(&mut *tx, &t.events).await?;
                 Ok(record)
                 }))
@@ -665,7 +768,7 @@ macro_rules! sql_store_impl {
 
             async fn enqueue(&self, job: $crate::model::NewJob) -> $crate::error::StoreResult<()> {
                 self.write(false, move |tx| Box::pin(async move {
-                Self::tx_insert_job(&mut *tx, &job).await?;
+                Self::tx_insert_job(&mut *tx, &job, None).await?;
                 Ok(())
                 }))
                 .await
@@ -1184,8 +1287,21 @@ macro_rules! sql_store_impl {
 
             async fn append_receipt(&self, receipt: $crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
                 self.write(false, move |tx| Box::pin(async move {
-                let record = Self::tx_append_receipt(&mut *tx, &receipt).await?;
-                Ok(record)
+                let position = Self::tx_append_receipts(&mut *tx, std::slice::from_ref(&receipt)).await?;
+                let position = position.first().copied().ok_or_else(|| $crate::error::StoreError::Corrupt("receipt without a position".into()))?;
+                Ok($crate::model::ReceiptRecord {
+                    position: $crate::backend::to_u64(position, "receipt position")?,
+                    receipt_id: receipt.receipt_id,
+                    chain_id: receipt.chain_id,
+                    tenant: receipt.tenant,
+                    principal: receipt.principal,
+                    action_id: receipt.action_id,
+                    receipt_type: receipt.receipt_type,
+                    hash: receipt.hash,
+                    previous_hash: receipt.previous_hash,
+                    created_at_ms: receipt.created_at_ms,
+                    body: receipt.body,
+                })
                 }))
                 .await
             }

@@ -584,8 +584,21 @@ pub struct Admission {
     pub receipts: Vec<NewReceipt>,
     /// Events (e.g. `aip.action.accepted`).
     pub events: Vec<NewEvent>,
-    /// Queue entry for asynchronous work.
+    /// Queue entry: asynchronous work waits in it; sync work holds it leased (see `lease`).
     pub job: Option<NewJob>,
+    /// Takes the job's first lease in the admission transaction itself (needs `job`). Sync work is
+    /// run at once by the admitting node: leasing it here fences that run like queued work and keeps
+    /// other nodes' recovery off it while the lease lives, without a second transaction.
+    pub lease: Option<AdmissionLease>,
+}
+
+/// The first lease of an admitted job, taken by the admitting worker.
+#[derive(Debug, Clone)]
+pub struct AdmissionLease {
+    /// The worker that runs the job.
+    pub worker: WorkerId,
+    /// Lease length from the admission time, ms (positive).
+    pub lease_ms: i64,
 }
 
 /// What admission did.
@@ -593,7 +606,12 @@ pub struct Admission {
 #[non_exhaustive]
 pub enum AdmissionOutcome {
     /// The action was admitted and owns its key (if any).
-    Admitted(ActionRecord),
+    Admitted {
+        /// The new action.
+        record: ActionRecord,
+        /// The job's lease when the admission asked for one ([`Admission::lease`]).
+        lease: Option<Lease>,
+    },
     /// The key is owned by an earlier action whose outcome is to be returned (`cached`, spec 11.4);
     /// nothing was written and nothing may be dispatched.
     Replayed {

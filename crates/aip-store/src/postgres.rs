@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use crate::backend::{BoxFuture, sql_store_impl, to_u64};
+use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64, values_list};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
 use crate::error::{StoreError, is_unique_violation};
@@ -100,28 +100,38 @@ impl PostgresStore {
         // No shared counter: `seq` comes from a PostgreSQL sequence and `pos` stays NULL until the
         // sequencer runs after commit, so concurrent writers do not serialize (migration 0002).
         let mut seqs = Vec::with_capacity(events.len());
-        for e in events {
-            let r = sqlx::query("INSERT INTO aip_events (event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING seq")
-                .bind(&e.event_id)
-                .bind(&e.kind)
-                .bind(&e.tenant)
-                .bind(e.principal.as_deref())
-                .bind(e.session_id.as_deref())
-                .bind(e.action_id.as_deref())
-                .bind(e.correlation_id.as_deref())
-                .bind(e.occurred_at_ms)
-                .bind(sqlx::types::Json(&e.data))
-                .fetch_one(&mut *tx)
-                .await;
-            let seq: i64 = match r {
-                Ok(row) => row.try_get("seq")?,
+        for chunk in events.chunks(MAX_ROWS) {
+            let sql = format!(
+                "INSERT INTO aip_events (event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES {} RETURNING seq",
+                values_list(chunk.len(), 9)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for e in chunk {
+                q = q
+                    .bind(&e.event_id)
+                    .bind(&e.kind)
+                    .bind(&e.tenant)
+                    .bind(e.principal.as_deref())
+                    .bind(e.session_id.as_deref())
+                    .bind(e.action_id.as_deref())
+                    .bind(e.correlation_id.as_deref())
+                    .bind(e.occurred_at_ms)
+                    .bind(sqlx::types::Json(&e.data));
+            }
+            let rows = match q.fetch_all(&mut *tx).await {
+                Ok(rows) => rows,
                 Err(err) if is_unique_violation(&err) => {
                     return Err(StoreError::Duplicate { kind: "event" });
                 }
                 Err(err) => return Err(err.into()),
             };
-            seqs.push(to_u64(seq, "event sequence")?);
+            // Sequences come from one nextval per row, in row order.
+            let mut chunk_seqs = rows
+                .iter()
+                .map(|row| to_u64(row.try_get("seq")?, "event sequence"))
+                .collect::<StoreResult<Vec<_>>>()?;
+            chunk_seqs.sort_unstable();
+            seqs.extend(chunk_seqs);
         }
         Ok(seqs)
     }

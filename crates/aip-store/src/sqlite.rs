@@ -18,7 +18,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection};
 
-use crate::backend::{BoxFuture, sql_store_impl, to_u64};
+use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64, values_list};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
 use crate::error::{StoreError, is_unique_violation};
@@ -143,30 +143,37 @@ impl SqliteStore {
         .fetch_one(&mut *tx)
         .await?
         .try_get("value")?;
+        let first = last - n + 1;
         let mut seqs = Vec::with_capacity(events.len());
-        for (i, e) in events.iter().enumerate() {
-            let r = sqlx::query("INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) \
-                 VALUES ($1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq")
-                .bind(last - n + 1 + i as i64)
-                .bind(&e.event_id)
-                .bind(&e.kind)
-                .bind(&e.tenant)
-                .bind(e.principal.as_deref())
-                .bind(e.session_id.as_deref())
-                .bind(e.action_id.as_deref())
-                .bind(e.correlation_id.as_deref())
-                .bind(e.occurred_at_ms)
-                .bind(sqlx::types::Json(&e.data))
-                .fetch_one(&mut *tx)
-                .await;
-            let seq: i64 = match r {
-                Ok(row) => row.try_get("seq")?,
+        for (k, chunk) in events.chunks(MAX_ROWS).enumerate() {
+            // One multi-row insert per chunk; the sequences are known, so nothing is read back.
+            let sql = format!(
+                "INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES {}",
+                values_list(chunk.len(), 11)
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for (seq, e) in (first + (k * MAX_ROWS) as i64..).zip(chunk) {
+                q = q
+                    .bind(seq)
+                    .bind(seq)
+                    .bind(&e.event_id)
+                    .bind(&e.kind)
+                    .bind(&e.tenant)
+                    .bind(e.principal.as_deref())
+                    .bind(e.session_id.as_deref())
+                    .bind(e.action_id.as_deref())
+                    .bind(e.correlation_id.as_deref())
+                    .bind(e.occurred_at_ms)
+                    .bind(sqlx::types::Json(&e.data));
+                seqs.push(to_u64(seq, "event sequence")?);
+            }
+            match q.execute(&mut *tx).await {
+                Ok(_) => {}
                 Err(err) if is_unique_violation(&err) => {
                     return Err(StoreError::Duplicate { kind: "event" });
                 }
                 Err(err) => return Err(err.into()),
-            };
-            seqs.push(to_u64(seq, "event sequence")?);
+            }
         }
         Ok(seqs)
     }

@@ -71,6 +71,7 @@ suite!(
     concurrent_writes_succeed_or_fail_independently,
     a_named_job_is_claimed_only_when_claimable,
     active_actions_are_counted_per_session_under_the_readers_scope,
+    a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_its_lease_lapses,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -259,6 +260,7 @@ mod cases {
             receipts: vec![],
             events: vec![event(&format!("ev-{id}"), "t1", Some("alice"), Some(id))],
             job: None,
+            lease: None,
         }
     }
 
@@ -280,7 +282,7 @@ mod cases {
 
     async fn admit_ok(store: &Arc<dyn Store>, a: Admission) -> ActionRecord {
         match store.admit(a).await.unwrap() {
-            AdmissionOutcome::Admitted(r) => r,
+            AdmissionOutcome::Admitted { record, .. } => record,
             other => panic!("expected admission, got {other:?}"),
         }
     }
@@ -550,7 +552,7 @@ mod cases {
         let mut replays = HashSet::new();
         for outcome in outcomes {
             match outcome.unwrap() {
-                AdmissionOutcome::Admitted(r) => owners.push(r.action_id),
+                AdmissionOutcome::Admitted { record, .. } => owners.push(record.action_id),
                 AdmissionOutcome::Replayed { original, .. } => {
                     replays.insert(original.action_id);
                 }
@@ -1989,7 +1991,10 @@ mod cases {
                     "{i}: {r:?}"
                 );
             } else {
-                assert!(matches!(r, Ok(AdmissionOutcome::Admitted(_))), "{i}: {r:?}");
+                assert!(
+                    matches!(r, Ok(AdmissionOutcome::Admitted { .. })),
+                    "{i}: {r:?}"
+                );
             }
         }
         let q = ActionQuery {
@@ -2106,5 +2111,146 @@ mod cases {
             s.claim_job("j2", &w1, T0, 0).await,
             Err(StoreError::InvalidInput(_))
         ));
+    }
+    pub async fn a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_its_lease_lapses(
+        h: &Harness,
+    ) {
+        let s = &h.store;
+        let (w1, w2) = (WorkerId::fresh(), WorkerId::fresh());
+        // A lease needs a job and a positive length.
+        let mut bad = admission("bad", None);
+        bad.lease = Some(AdmissionLease {
+            worker: w1.clone(),
+            lease_ms: 1_000,
+        });
+        assert!(matches!(
+            s.admit(bad).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        let mut bad = admission("bad", None);
+        bad.job = Some(job("jbad", Some("bad"), 5));
+        bad.lease = Some(AdmissionLease {
+            worker: w1.clone(),
+            lease_ms: 0,
+        });
+        assert!(matches!(
+            s.admit(bad).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(s.get_action("bad").await.unwrap().is_none());
+
+        // Node 1 admits a sync action already running under its own lease, in one transaction.
+        let mut a = admission("a1", None);
+        a.action.state = ActionState::Running;
+        a.job = Some(job("j1", Some("a1"), 5));
+        a.lease = Some(AdmissionLease {
+            worker: w1.clone(),
+            lease_ms: 1_000,
+        });
+        let lease = match s.admit(a).await.unwrap() {
+            AdmissionOutcome::Admitted {
+                lease: Some(lease), ..
+            } => lease,
+            other => panic!("expected a leased admission, got {other:?}"),
+        };
+        assert_eq!(
+            (
+                lease.fence.job_id.as_str(),
+                lease.fence.token,
+                lease.attempt,
+                lease.expires_at_ms
+            ),
+            ("j1", 1, 1, T0 + 1_000)
+        );
+        assert_eq!(lease.fence.worker_id, w1);
+        // Node 2 boots while node 1 runs it: no worker can take it and recovery does not list it.
+        assert!(
+            s.claim("actions", &w2, T0 + 500, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            s.claim_job("j1", &w2, T0 + 500, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            s.list_unfinished_actions(T0 + 500, T0 + 500, Limit::max())
+                .await
+                .unwrap()
+                .is_empty(),
+            "a live node's sync action is not recoverable"
+        );
+        // Renewal keeps it so past the first expiry.
+        assert_eq!(
+            s.renew(&lease.fence, T0 + 900, 1_000).await.unwrap(),
+            T0 + 1_900
+        );
+        assert!(
+            s.claim("actions", &w2, T0 + 1_500, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            s.list_unfinished_actions(T0 + 1_500, T0 + 1_500, Limit::max())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // Node 1 dies: once the lease lapses another worker takes it over with a greater token, and
+        // node 1's late result is refused.
+        let taken = s
+            .claim("actions", &w2, T0 + 1_900, 1_000)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((taken.fence.job_id.as_str(), taken.attempt), ("j1", 2));
+        assert!(taken.fence.token > lease.fence.token);
+        let mut late = transition("a1", &[ActionState::Running], ActionState::Completed);
+        late.fence = Some(lease.fence.clone());
+        late.finish_job = true;
+        late.now_ms = T0 + 1_950;
+        assert!(matches!(
+            s.transition_action(late).await,
+            Err(StoreError::StaleLease)
+        ));
+        let mut settle = transition("a1", &[ActionState::Running], ActionState::Failed);
+        settle.fence = Some(taken.fence.clone());
+        settle.finish_job = true;
+        settle.now_ms = T0 + 1_950;
+        s.transition_action(settle).await.unwrap();
+        assert!(
+            s.claim("actions", &w1, T0 + 10_000, 1_000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+
+        // A one-attempt job leased at admission is reported to recovery once its lease lapses.
+        let mut b = admission("b1", None);
+        b.action.state = ActionState::Running;
+        b.job = Some(job("jb1", Some("b1"), 1));
+        b.lease = Some(AdmissionLease {
+            worker: w1.clone(),
+            lease_ms: 1_000,
+        });
+        admit_ok(s, b).await;
+        let ids = |v: Vec<ActionRecord>| v.into_iter().map(|a| a.action_id).collect::<Vec<_>>();
+        assert!(
+            s.list_unfinished_actions(T0 + 999, T0 + 999, Limit::max())
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            ids(s
+                .list_unfinished_actions(T0 + 1_000, T0 + 1_000, Limit::max())
+                .await
+                .unwrap()),
+            ["b1"]
+        );
     }
 }
