@@ -170,3 +170,131 @@ handler = {{ type = "http", url = "{base}/charge", timeout_ms = 400 }}
     assert_eq!(status, 409, "{again}");
     assert_eq!(provider.slow_calls.load(Ordering::SeqCst), 1);
 }
+
+/// Accepts TCP connections and completes a TLS handshake with a generated certificate before handing
+/// the stream to axum; failed handshakes (an untrusting client) are skipped.
+struct TlsListener {
+    tcp: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.tcp.accept().await else {
+                continue;
+            };
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.tcp.local_addr()
+    }
+}
+
+/// An https provider on 127.0.0.1 with a fresh self-signed certificate for `localhost`; returns its
+/// base URL and the certificate as PEM.
+async fn start_tls_provider(provider: Provider) -> (String, String) {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from(rustls::pki_types::PrivatePkcs8KeyDer::from(
+        certified.signing_key.serialize_der(),
+    ));
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(vec![certified.cert.der().clone()], key)
+    .unwrap();
+    let weather = move |Json(body): Json<Value>| {
+        let p = provider.clone();
+        async move {
+            p.seen.lock().await.push(body);
+            Json(json!({ "output": { "city": "Porto", "temp_c": 19 } }))
+        }
+    };
+    let app = axum::Router::new().route("/weather", post(weather));
+    let tcp = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let listener = TlsListener {
+        tcp,
+        acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+    };
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("https://localhost:{port}"), certified.cert.pem())
+}
+
+#[tokio::test]
+async fn an_https_capability_is_called_over_tls_only_when_its_certificate_chains_to_a_trusted_root()
+{
+    let provider = Provider::default();
+    let (base, ca_pem) = start_tls_provider(provider.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("private-ca.pem");
+    std::fs::write(&ca_file, ca_pem).unwrap();
+    let tok = token_file(dir.path(), "svc.token", "svc-token");
+    let config = dir.path().join("aip.toml");
+    let capability = |id: &str, ca: &str| {
+        format!(
+            r#"
+[[capabilities]]
+id = "{id}"
+name = "Weather"
+kind = "tool"
+input_schema = {{ type = "object" }}
+handler = {{ type = "http", url = "{base}/weather", timeout_ms = 3000{ca} }}
+[capabilities.contract]
+{CONTRACT_READ}
+"#
+        )
+    };
+    std::fs::write(
+        &config,
+        format!(
+            "demo_capabilities = false\n\n[[principals]]\nid = \"svc:caller\"\ntenant = \"acme\"\nscopes = [\"invoke:cap:ext:*\"]\ntoken_file = \"{}\"\n{}{}",
+            tok.display(),
+            capability(
+                "cap:ext:trusted",
+                &format!(", ca_file = \"{}\"", ca_file.display())
+            ),
+            capability("cap:ext:untrusted", ""),
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = server.client("svc-token");
+
+    let (status, reply) = client
+        .act(json!({ "id": id("act_"), "capability_id": "cap:ext:trusted", "input": {} }))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["action_result"]["status"], "completed",
+        "{reply}"
+    );
+    assert_eq!(
+        reply["body"]["action_result"]["output"],
+        json!({ "city": "Porto", "temp_c": 19 })
+    );
+    assert_eq!(provider.seen.lock().await.len(), 1);
+
+    // The same service without the private CA: the handshake fails, nothing reaches the service.
+    let (status, reply) = client
+        .act(json!({ "id": id("act_"), "capability_id": "cap:ext:untrusted", "input": {} }))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    let result = &reply["body"]["action_result"];
+    assert_eq!(result["status"], "failed", "{reply}");
+    assert_eq!(
+        result["error"]["code"], "aip.connector.unreachable",
+        "{reply}"
+    );
+    assert_eq!(provider.seen.lock().await.len(), 1);
+}

@@ -2,6 +2,8 @@
 //!
 //! The runtime POSTs `{"action": {...}, "context": <frozen trusted context>}` as JSON to the configured
 //! URL. The service answers 2xx with `{"output": ...}` or `{"error": {"code", "message", "retryable"}}`.
+//! `https://` URLs are verified with rustls against the system's root store plus an optional PEM bundle
+//! of private CAs (spec 22.4); `http://` stays available for a protected local boundary.
 //! A mutation whose outcome is unknown (timeout or broken connection after the request was sent, or a
 //! 5xx answer) is reported as an uncertain outcome and is never retried silently (spec 13.6, 19.3).
 
@@ -29,6 +31,8 @@ pub struct HttpHandlerConfig {
     pub mutation: bool,
     /// Modes the service supports.
     pub modes: BTreeSet<Mode>,
+    /// PEM certificates of private CAs trusted for this URL, beside the system's roots.
+    pub extra_roots_pem: Option<Vec<u8>>,
 }
 
 /// Calls a configured URL for each action.
@@ -42,9 +46,12 @@ pub struct HttpHandler {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum HttpHandlerBuildError {
-    /// The URL is not an absolute http URL.
-    #[error("handler url must start with http:// (TLS is not built into this binary): {0}")]
+    /// The URL is not an absolute http or https URL.
+    #[error("handler url must start with https:// or http://: {0}")]
     BadUrl(String),
+    /// The private CA bundle holds no usable PEM certificate.
+    #[error("handler CA bundle: {0}")]
+    BadCa(String),
     /// The HTTP client could not be built.
     #[error("http client: {0}")]
     Client(#[from] reqwest::Error),
@@ -53,12 +60,26 @@ pub enum HttpHandlerBuildError {
 impl HttpHandler {
     /// Build a handler; redirects are never followed (a redirect could leave the trust boundary).
     pub fn new(config: HttpHandlerConfig) -> Result<Self, HttpHandlerBuildError> {
-        if !config.url.starts_with("http://") {
+        if !(config.url.starts_with("https://") || config.url.starts_with("http://")) {
             return Err(HttpHandlerBuildError::BadUrl(config.url));
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
-            .build()?;
+            .use_rustls_tls()
+            .min_tls_version(reqwest::tls::Version::TLS_1_2);
+        if let Some(pem) = &config.extra_roots_pem {
+            let roots = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| HttpHandlerBuildError::BadCa(e.to_string()))?;
+            if roots.is_empty() {
+                return Err(HttpHandlerBuildError::BadCa(
+                    "no PEM certificate found".into(),
+                ));
+            }
+            for root in roots {
+                builder = builder.add_root_certificate(root);
+            }
+        }
+        let client = builder.build()?;
         Ok(Self { config, client })
     }
 
@@ -191,5 +212,38 @@ impl ActionHandler for HttpHandler {
             () = ctx.cancellation.cancelled() => Err(HandlerError::Cancelled),
             result = self.call(ctx, input) => result,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str, pem: Option<&[u8]>) -> HttpHandlerConfig {
+        HttpHandlerConfig {
+            url: url.into(),
+            timeout: Duration::from_secs(1),
+            mutation: false,
+            modes: BTreeSet::from([Mode::Sync]),
+            extra_roots_pem: pem.map(<[u8]>::to_vec),
+        }
+    }
+
+    #[test]
+    fn https_and_http_urls_are_accepted_and_other_schemes_refused() {
+        assert!(HttpHandler::new(config("https://svc.example/x", None)).is_ok());
+        assert!(HttpHandler::new(config("http://127.0.0.1:9/x", None)).is_ok());
+        assert!(matches!(
+            HttpHandler::new(config("ftp://svc.example/x", None)),
+            Err(HttpHandlerBuildError::BadUrl(_))
+        ));
+    }
+
+    #[test]
+    fn a_ca_bundle_without_a_certificate_is_refused() {
+        assert!(matches!(
+            HttpHandler::new(config("https://svc.example/x", Some(b"not a pem"))),
+            Err(HttpHandlerBuildError::BadCa(_))
+        ));
     }
 }

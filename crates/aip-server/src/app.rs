@@ -204,7 +204,11 @@ fn configured_capability(
             .map_err(|e| ServeError::Config(format!("capability entry: {e}")))?;
     let handler: Arc<dyn ActionHandler> =
         match &entry.handler {
-            HandlerConfig::Http { url, timeout_ms } => {
+            HandlerConfig::Http {
+                url,
+                timeout_ms,
+                ca_file,
+            } => {
                 let contract = capability.contract.as_ref();
                 // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
                 let mutation =
@@ -224,11 +228,22 @@ fn configured_capability(
                         modes.insert(Mode::Async);
                     }
                 }
+                let extra_roots_pem = match ca_file {
+                    Some(path) => Some(std::fs::read(path).map_err(|e| {
+                        ServeError::Config(format!(
+                            "capability {}: ca_file {}: {e}",
+                            capability.id,
+                            path.display()
+                        ))
+                    })?),
+                    None => None,
+                };
                 let config = HttpHandlerConfig {
                     url: url.clone(),
                     timeout: Duration::from_millis(*timeout_ms),
                     mutation,
                     modes,
+                    extra_roots_pem,
                 };
                 Arc::new(HttpHandler::new(config).map_err(|e| {
                     ServeError::Config(format!("capability {}: {e}", capability.id))

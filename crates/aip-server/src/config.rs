@@ -207,11 +207,14 @@ pub struct CapabilityConfig {
 pub enum HandlerConfig {
     /// POST the action and its trusted context to `url`.
     Http {
-        /// Absolute `http://` URL.
+        /// Absolute `https://` URL (or `http://` inside a protected local boundary, spec 22.4).
         url: String,
         /// Per-call timeout in milliseconds.
         #[serde(default = "default_http_timeout_ms")]
         timeout_ms: u64,
+        /// PEM bundle of private CAs trusted for this URL, beside the system's roots.
+        #[serde(default)]
+        ca_file: Option<PathBuf>,
     },
 }
 
