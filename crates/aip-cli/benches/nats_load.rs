@@ -14,7 +14,10 @@ mod common;
 
 use std::sync::Arc;
 
-use aip_store::{ActionState, Admission, NewAction, NewEvent, NewReceipt, Store, Transition};
+use aip_store::{
+    ActionState, Admission, AdmissionLease, AdmissionOutcome, NewAction, NewEvent, NewJob,
+    NewReceipt, Store, Transition, WorkerId,
+};
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 
@@ -130,14 +133,15 @@ async fn raw_responder(url: String, subject: String, store: Arc<dyn Store>) {
     let client = async_nats::connect(&url).await.unwrap();
     let mut sub = client.subscribe(subject).await.unwrap();
     client.flush().await.unwrap();
+    let worker = WorkerId::fresh();
     while let Some(message) = sub.next().await {
-        let (client, store) = (client.clone(), Arc::clone(&store));
+        let (client, store, worker) = (client.clone(), Arc::clone(&store), worker.clone());
         tokio::spawn(async move {
             let request: Value = serde_json::from_slice(&message.payload).unwrap();
             let action = &request["envelope"]["body"]["action"];
             let id = action["id"].as_str().unwrap().to_owned();
             let output = action["input"].clone();
-            raw_writes(store.as_ref(), &id, &request).await;
+            raw_writes(store.as_ref(), &worker, &id, &request).await;
             let reply = json!({ "envelope": {
                 "aip_version": "1.0",
                 "message_type": "aip.core.v1.action_result",
@@ -155,8 +159,9 @@ async fn raw_responder(url: String, subject: String, store: Arc<dyn Store>) {
     }
 }
 
-/// Admission (action, 3 receipts, 2 events) then result (CAS update, 2 receipts, 1 event).
-async fn raw_writes(store: &dyn Store, id: &str, request: &Value) {
+/// Admission (action, leased job, 3 receipts, 2 events) then result (fenced CAS update finishing the
+/// job, 2 receipts, 1 event): the writes the runtime makes for one sync action.
+async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Value) {
     let now = 1_796_088_921_571_i64;
     let receipt = |n: usize, kind: &str| NewReceipt {
         receipt_id: format!("rcpt_{id}_{n}"),
@@ -181,7 +186,7 @@ async fn raw_writes(store: &dyn Store, id: &str, request: &Value) {
         occurred_at_ms: now,
         data: json!({ "mode": "sync" }),
     };
-    store
+    let admitted = store
         .admit(Admission {
             action: NewAction {
                 action_id: id.to_owned(),
@@ -207,10 +212,29 @@ async fn raw_writes(store: &dyn Store, id: &str, request: &Value) {
                 event(0, "aip.action.accepted"),
                 event(1, "aip.action.started"),
             ],
-            job: None,
+            // Like the runtime, a sync action's job is inserted already leased to this worker.
+            job: Some(NewJob {
+                job_id: format!("job_{id}"),
+                queue: "actions".into(),
+                action_id: Some(id.to_owned()),
+                tenant: "default".into(),
+                available_at_ms: now,
+                max_attempts: 5,
+                payload: json!({}),
+            }),
+            lease: Some(AdmissionLease {
+                worker: worker.clone(),
+                lease_ms: 30_000,
+            }),
         })
         .await
         .unwrap();
+    let AdmissionOutcome::Admitted {
+        lease: Some(lease), ..
+    } = admitted
+    else {
+        panic!("the baseline admission must be admitted with its lease");
+    };
     store
         .transition_action(Transition {
             action_id: id.to_owned(),
@@ -219,8 +243,8 @@ async fn raw_writes(store: &dyn Store, id: &str, request: &Value) {
             result: Some(json!({ "action_id": id, "status": "completed" })),
             events: vec![event(2, "aip.action.completed")],
             receipts: vec![receipt(3, "tool_executed"), receipt(4, "result_returned")],
-            fence: None,
-            finish_job: false,
+            fence: Some(lease.fence),
+            finish_job: true,
             now_ms: now,
         })
         .await

@@ -7,64 +7,7 @@ mod support;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::{Client, Server, envelope, id};
-
-/// One parsed SSE event.
-#[derive(Debug, Clone)]
-struct SseEvent {
-    name: String,
-    id: String,
-    data: Value,
-}
-
-/// A minimal SSE reader over a streaming response.
-struct SseReader {
-    response: reqwest::Response,
-    buffer: String,
-}
-
-impl SseReader {
-    async fn next(&mut self) -> Option<SseEvent> {
-        loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
-                let (mut name, mut event_id, mut data) =
-                    (String::new(), String::new(), String::new());
-                for line in block.lines() {
-                    if let Some(v) = line.strip_prefix("event:") {
-                        name = v.trim().to_owned();
-                    } else if let Some(v) = line.strip_prefix("id:") {
-                        event_id = v.trim().to_owned();
-                    } else if let Some(v) = line.strip_prefix("data:") {
-                        data.push_str(v.trim_start());
-                    }
-                }
-                if name.is_empty() && data.is_empty() {
-                    continue; // keep-alive comment
-                }
-                return Some(SseEvent {
-                    name,
-                    id: event_id,
-                    data: serde_json::from_str(&data).unwrap(),
-                });
-            }
-            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
-                .await
-                .expect("stream stalled")
-                .ok()??;
-            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
-        }
-    }
-
-    /// Events until the stream ends.
-    async fn rest(&mut self) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        while let Some(event) = self.next().await {
-            events.push(event);
-        }
-        events
-    }
-}
+use support::{Client, Server, SseEvent, SseReader, envelope, id};
 
 async fn submit_streaming(client: &Client, action_id: &str, input: Value) -> SseReader {
     let body = envelope(
@@ -88,10 +31,7 @@ async fn submit_streaming(client: &Client, action_id: &str, input: Value) -> Sse
             .unwrap()
             .starts_with("text/event-stream")
     );
-    SseReader {
-        response,
-        buffer: String::new(),
-    }
+    SseReader::new(response)
 }
 
 async fn follow(client: &Client, action_id: &str, last_event_id: Option<&str>) -> SseReader {
@@ -108,10 +48,7 @@ async fn follow(client: &Client, action_id: &str, last_event_id: Option<&str>) -
     }
     let response = request.send().await.unwrap();
     assert_eq!(response.status(), 200);
-    SseReader {
-        response,
-        buffer: String::new(),
-    }
+    SseReader::new(response)
 }
 
 fn sequences(events: &[SseEvent]) -> Vec<u64> {
@@ -274,12 +211,7 @@ async fn server_events_with_cursor(client: &Client, cursor: &str) -> Vec<SseEven
         .send()
         .await
         .unwrap();
-    SseReader {
-        response,
-        buffer: String::new(),
-    }
-    .rest()
-    .await
+    SseReader::new(response).rest().await
 }
 
 #[tokio::test]
@@ -304,10 +236,7 @@ async fn the_global_event_stream_carries_every_event_with_a_resumable_id_and_hea
         .send()
         .await
         .unwrap();
-    let mut reader = SseReader {
-        response,
-        buffer: String::new(),
-    };
+    let mut reader = SseReader::new(response);
     let mut kinds = Vec::new();
     let mut ids = Vec::new();
     loop {
@@ -336,10 +265,7 @@ async fn the_global_event_stream_carries_every_event_with_a_resumable_id_and_hea
         .send()
         .await
         .unwrap();
-    let mut resumed = SseReader {
-        response,
-        buffer: String::new(),
-    };
+    let mut resumed = SseReader::new(response);
     let mut again = Vec::new();
     loop {
         let event = resumed.next().await.unwrap();

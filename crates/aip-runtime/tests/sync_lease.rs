@@ -84,6 +84,7 @@ fn admin() -> Caller {
         tenant: "t".into(),
         scopes: vec!["*".into()],
         issuer: "bearer".into(),
+        external_account: None,
     }
 }
 

@@ -219,3 +219,69 @@ pub fn token_file(dir: &Path, name: &str, token: &str) -> PathBuf {
 pub async fn pause(ms: u64) {
     tokio::time::sleep(Duration::from_millis(ms)).await;
 }
+
+/// One parsed SSE event.
+#[derive(Debug, Clone)]
+pub struct SseEvent {
+    pub name: String,
+    pub id: String,
+    pub data: Value,
+}
+
+/// A minimal SSE reader over a streaming response.
+pub struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    /// Reads SSE events from a streaming response.
+    pub fn new(response: reqwest::Response) -> Self {
+        SseReader {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event, or `None` when the stream ends (20 s stall bound).
+    pub async fn next(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let (mut name, mut event_id, mut data) =
+                    (String::new(), String::new(), String::new());
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        event_id = v.trim().to_owned();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim_start());
+                    }
+                }
+                if name.is_empty() && data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return Some(SseEvent {
+                    name,
+                    id: event_id,
+                    data: serde_json::from_str(&data).unwrap(),
+                });
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
+                .await
+                .expect("stream stalled")
+                .ok()??;
+            self.buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+        }
+    }
+
+    /// Events until the stream ends.
+    pub async fn rest(&mut self) -> Vec<SseEvent> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            events.push(event);
+        }
+        events
+    }
+}
