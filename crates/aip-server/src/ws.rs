@@ -70,11 +70,20 @@ pub async fn upgrade(
     };
     let limits = state.streaming;
     let runtime = Arc::clone(&state.runtime);
-    ws.max_message_size(limits.max_frame_bytes)
+    // tungstenite's default 128 KiB read buffer per connection dominated the memory of idle
+    // connections; frames larger than the buffer still arrive whole (it grows up to the frame limit).
+    ws.read_buffer_size(WS_READ_BUFFER_BYTES)
+        .write_buffer_size(WS_WRITE_BUFFER_BYTES)
+        .max_message_size(limits.max_frame_bytes)
         .max_frame_size(limits.max_frame_bytes)
         .on_upgrade(move |socket| serve_connection(socket, runtime, caller, limits))
         .into_response()
 }
+
+/// Initial read buffer of a WebSocket connection.
+const WS_READ_BUFFER_BYTES: usize = 8 * 1024;
+/// Outgoing bytes buffered before a write is flushed to the socket.
+const WS_WRITE_BUFFER_BYTES: usize = 8 * 1024;
 
 /// Why the writer must close the connection now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
