@@ -49,6 +49,7 @@ pub struct PostgresStore {
     key: CursorKey,
     changes: tokio::sync::watch::Sender<u64>,
     listener: tokio::task::JoinHandle<()>,
+    sequencer: Sequencer,
 }
 
 impl Drop for PostgresStore {
@@ -82,6 +83,7 @@ impl PostgresStore {
             key,
             changes,
             listener,
+            sequencer: Sequencer::default(),
         })
     }
 
@@ -155,7 +157,7 @@ impl PostgresStore {
                     // A NOTIFY takes a transaction id and a WAL flush under PostgreSQL's global
                     // notify lock, so only the sequencer (once per batch) sends one. Writes that add
                     // no events (chunks) wake this node's waiters only; waiters elsewhere poll.
-                    let _ = sequence_events(&self.writer).await;
+                    self.sequencer.run_after_commit(&self.writer).await;
                     self.changes.send_modify(|v| *v = v.wrapping_add(1));
                 }
                 Ok(r)
@@ -166,6 +168,41 @@ impl PostgresStore {
                 let _ = tx.rollback().await;
                 Err(e)
             }
+        }
+    }
+}
+
+/// Coalesces this node's sequencer runs. Every committed write with events needs one run that
+/// starts after its commit; instead of each writer queueing on the cross-node advisory lock (one
+/// transaction per writer, serialized), writers wait for the next in-process run, which covers every
+/// write registered before it started.
+#[derive(Debug, Default)]
+struct Sequencer {
+    /// Writes registered so far (each after its commit).
+    requested: std::sync::atomic::AtomicU64,
+    /// Every write up to this count is covered by a finished run.
+    covered: std::sync::atomic::AtomicU64,
+    /// One run at a time in this process.
+    running: tokio::sync::Mutex<()>,
+}
+
+impl Sequencer {
+    /// Returns once a sequencer run that started after this call has finished (or failed: the
+    /// listener's periodic sweep then sequences the events, as before).
+    async fn run_after_commit(&self, pool: &PgPool) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let ticket = self.requested.fetch_add(1, SeqCst) + 1;
+        if self.covered.load(SeqCst) >= ticket {
+            return;
+        }
+        let _running = self.running.lock().await;
+        if self.covered.load(SeqCst) >= ticket {
+            return;
+        }
+        // Every write counted here committed before registering, so this run sees its events.
+        let covers = self.requested.load(SeqCst);
+        if sequence_events(pool).await.is_ok() {
+            self.covered.fetch_max(covers, SeqCst);
         }
     }
 }

@@ -147,6 +147,48 @@ async fn postgres_events_committed_late_are_never_skipped_by_a_cursor() {
     );
 }
 
+/// Each PostgreSQL writer's events are listable as soon as its write returns (read your writes), also
+/// when many writers commit at once and share sequencer runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn postgres_concurrent_writers_each_list_their_own_events_when_their_write_returns() {
+    let Some(h) = Harness::postgres().await else {
+        return;
+    };
+    let tasks: Vec<_> = (0..48)
+        .map(|i| {
+            let s = Arc::clone(&h.store);
+            tokio::spawn(async move {
+                let event_id = format!("rw-{i}");
+                s.append_events(vec![NewEvent {
+                    event_id: event_id.clone(),
+                    kind: "aip.test".into(),
+                    tenant: "t-rw".into(),
+                    principal: None,
+                    session_id: None,
+                    action_id: None,
+                    correlation_id: None,
+                    occurred_at_ms: 1,
+                    data: json!({}),
+                }])
+                .await
+                .unwrap();
+                let q = EventQuery {
+                    tenant: "t-rw".into(),
+                    ..Default::default()
+                };
+                let page = s.list_events(&q, None, Limit::max()).await.unwrap();
+                assert!(
+                    page.items.iter().any(|e| e.event_id == event_id),
+                    "{event_id} not listable after its write returned"
+                );
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
 mod cases {
     use super::*;
 
