@@ -705,3 +705,100 @@ async fn a_nats_server_requiring_tls_is_served_with_its_ca_and_refused_without_i
     )
     .await;
 }
+
+/// A NATS JWT (`ed25519-nkey`): claims issued by `issuer` about `subject`, signed by `issuer`.
+fn nats_jwt(issuer: &nkeys::KeyPair, subject: &str, name: &str, nats: Value) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let header = b64.encode(br#"{"typ":"JWT","alg":"ed25519-nkey"}"#);
+    let claims = json!({
+        "jti": id("jti").to_uppercase(),
+        "iat": 1_700_000_000,
+        "iss": issuer.public_key(),
+        "name": name,
+        "sub": subject,
+        "nats": nats,
+    });
+    let payload = b64.encode(claims.to_string());
+    let signing_input = format!("{header}.{payload}");
+    let signature = issuer.sign(signing_input.as_bytes()).unwrap();
+    format!("{signing_input}.{}", b64.encode(signature))
+}
+
+/// A `.creds` file body: the user JWT and the user's NKey seed in the decorated format.
+fn creds(user_jwt: &str, user: &nkeys::KeyPair) -> String {
+    format!(
+        "-----BEGIN NATS USER JWT-----\n{user_jwt}\n------END NATS USER JWT------\n\n\
+         ************************* IMPORTANT *************************\n\
+         NKEY Seed printed below can be used to sign and prove identity.\n\n\
+         -----BEGIN USER NKEY SEED-----\n{}\n------END USER NKEY SEED------\n",
+        user.seed().unwrap()
+    )
+}
+
+/// A user of `account` with no limits, as a JWT signed by the account.
+fn user_jwt(account: &nkeys::KeyPair, user: &nkeys::KeyPair) -> String {
+    nats_jwt(
+        account,
+        &user.public_key(),
+        "aip",
+        json!({ "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1, "type": "user", "version": 2 }),
+    )
+}
+
+#[tokio::test]
+async fn a_nats_server_in_operator_mode_is_served_with_a_credentials_file_and_a_foreign_one_stops_startup()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    // Decentralised auth: an operator, one account it signs (preloaded into a memory resolver), and a
+    // user of that account whose JWT + seed make the `.creds` file.
+    let operator = nkeys::KeyPair::new_operator();
+    let account = nkeys::KeyPair::new_account();
+    let user = nkeys::KeyPair::new_user();
+    let operator_jwt = nats_jwt(
+        &operator,
+        &operator.public_key(),
+        "aip-test-operator",
+        json!({ "type": "operator", "version": 2 }),
+    );
+    let account_jwt = nats_jwt(
+        &operator,
+        &account.public_key(),
+        "aip-test-account",
+        json!({
+            "limits": { "subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+                        "wildcards": true, "conn": -1, "leaf": -1 },
+            "type": "account", "version": 2
+        }),
+    );
+    let Some(nats) = PrivateNats::start(
+        dir.path(),
+        &format!(
+            "operator: {operator_jwt}\nresolver: MEMORY\nresolver_preload: {{ {}: {account_jwt} }}",
+            account.public_key()
+        ),
+    ) else {
+        return;
+    };
+    let url = format!("nats://127.0.0.1:{}", nats.port);
+    let right_creds = creds(&user_jwt(&account, &user), &user);
+    // Saved without its final line break, as some editors do: still accepted.
+    let right = secret_file(dir.path(), "user.creds", right_creds.trim_end());
+    // A user of an account this server does not know.
+    let stranger = nkeys::KeyPair::new_user();
+    let stranger_account = nkeys::KeyPair::new_account();
+    let wrong = secret_file(
+        dir.path(),
+        "stranger.creds",
+        &creds(&user_jwt(&stranger_account, &stranger), &stranger),
+    );
+    connection_option_case(
+        dir.path(),
+        &url,
+        &format!("credentials_file = \"{}\"", right.display()),
+        async_nats::ConnectOptions::with_credentials(&right_creds).unwrap(),
+        &format!("credentials_file = \"{}\"", wrong.display()),
+        &stranger.seed().unwrap(),
+    )
+    .await;
+}

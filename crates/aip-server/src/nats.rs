@@ -646,7 +646,7 @@ async fn connect_options(nats: &NatsConfig) -> Result<async_nats::ConnectOptions
         options = options.nkey(read_secret(file)?);
     }
     if let Some(file) = &nats.credentials_file {
-        let creds = read_secret(file)?;
+        let creds = read_secret_file(file)?;
         options = options
             .credentials(&creds)
             .map_err(|source| NatsError::Secret {
@@ -665,6 +665,13 @@ async fn connect_options(nats: &NatsConfig) -> Result<async_nats::ConnectOptions
 
 /// A secret from a file that only its owner can read, trimmed.
 fn read_secret(path: &Path) -> Result<String, NatsError> {
+    Ok(read_secret_file(path)?.trim().to_owned())
+}
+
+/// The whole text of a secret file that only its owner can read. A `.creds` file is kept as written:
+/// its decorated blocks must each end with a line break to parse (one is added when the file lacks
+/// a final one).
+fn read_secret_file(path: &Path) -> Result<String, NatsError> {
     use std::os::unix::fs::PermissionsExt as _;
     let io = |source| NatsError::Secret {
         path: path.to_path_buf(),
@@ -674,12 +681,14 @@ fn read_secret(path: &Path) -> Result<String, NatsError> {
     if meta.permissions().mode() & 0o077 != 0 {
         return Err(NatsError::SecretPermissions(path.to_path_buf()));
     }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    let secret = text.trim().to_owned();
-    if secret.is_empty() {
+    let mut text = std::fs::read_to_string(path).map_err(io)?;
+    if text.trim().is_empty() {
         return Err(NatsError::SecretPermissions(path.to_path_buf()));
     }
-    Ok(secret)
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 fn default_trust_domain() -> String {
