@@ -1,7 +1,9 @@
 //! Load benchmark of `aip serve` (issue 4): sync `cap:demo:echo` actions at concurrency 1, 16 and 64,
 //! against a baseline axum server that parses the same body and does one SQLite insert per request with
 //! the same durability settings (WAL, `synchronous=FULL`). Run with `cargo bench -p aip-cli --bench
-//! serve_load`; `AIP_BENCH_REQUESTS` overrides the request count per level (default 3000).
+//! serve_load`; `AIP_BENCH_REQUESTS` overrides the request count per level (default 3000),
+//! `AIP_BENCH_LEVELS` the concurrency levels (comma-separated), and `AIP_BENCH_BIN` the `aip`
+//! binary served (to compare two builds under the same machine load).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::io::{BufRead, BufReader};
@@ -17,7 +19,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-const LEVELS: [usize; 3] = [1, 16, 64];
+const LEVELS: &str = "1,16,64";
 const WARMUP: usize = 200;
 
 struct Figures {
@@ -42,6 +44,15 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3000);
+    let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
+        .unwrap_or_else(|_| LEVELS.to_owned())
+        .split(',')
+        .map(|l| {
+            l.trim()
+                .parse()
+                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
+        })
+        .collect();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -63,7 +74,7 @@ fn main() {
         "| concurrency | aip actions/s | aip p50 ms | aip p99 ms | baseline req/s | baseline p50 ms | baseline p99 ms | ratio |"
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for concurrency in LEVELS {
+    for concurrency in levels {
         let aip_url = format!("http://{}/aip/v1/actions", server.addr);
         let base_url = format!("http://{baseline_addr}/baseline");
         let token = server.token.clone();
@@ -231,7 +242,9 @@ struct AipServer {
 
 impl AipServer {
     fn start(data_dir: &std::path::Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aip"))
+        let bin =
+            std::env::var("AIP_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_aip").into());
+        let mut child = Command::new(bin)
             .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(data_dir)
             .env("RUST_LOG", "warn")

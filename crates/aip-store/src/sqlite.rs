@@ -87,8 +87,11 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
+        // The writer task is the pool's only user and sees every failure of its connection, so a
+        // liveness ping before each batch would only cost a round trip.
         let writer = SqlitePoolOptions::new()
             .max_connections(1)
+            .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
             .connect_with(connect.clone())
             .await?;
@@ -217,59 +220,105 @@ impl SqliteStore {
 }
 
 /// The writer task: takes every queued write (up to [`MAX_BATCH`]) into one transaction.
+///
+/// Savepoints cost a worker round trip each, so they are only taken where they protect another
+/// write: the first write of a transaction runs bare (if it fails, the transaction holding only its
+/// work is rolled back and the rest of the batch starts a new one), each later write runs in a
+/// savepoint whose release is sent together with the next write's savepoint, and the last savepoint
+/// is left for `COMMIT` to release (it commits the whole transaction stack).
 async fn write_loop(
     pool: SqlitePool,
     mut queue: tokio::sync::mpsc::Receiver<WriteJob>,
     changes: tokio::sync::watch::Sender<u64>,
 ) {
     while let Some(first) = queue.recv().await {
-        let mut batch = vec![first];
+        let mut batch = std::collections::VecDeque::with_capacity(MAX_BATCH);
+        batch.push_back(first);
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
-                Ok(job) => batch.push(job),
+                Ok(job) => batch.push_back(job),
                 Err(_) => break,
             }
         }
-        // Jobs dropped unrun (the batch could not start) surface as `Unavailable` to their callers.
-        let Ok(mut tx) = pool.begin_with("BEGIN IMMEDIATE").await else {
-            continue;
-        };
-        let mut done = Vec::with_capacity(batch.len());
-        let mut broken = None;
-        for job in batch {
-            if let Err(e) = sqlx::query("SAVEPOINT aip_write").execute(&mut *tx).await {
-                broken = Some(e.to_string());
+        while !batch.is_empty() {
+            // Jobs dropped unrun (a transaction could not start or broke) surface as `Unavailable` to
+            // their callers.
+            if !run_transaction(&pool, &mut batch, &changes).await {
                 break;
             }
-            let d = job(&mut tx).await;
-            let end = if d.ok {
-                sqlx::query("RELEASE aip_write").execute(&mut *tx).await
-            } else {
-                match sqlx::query("ROLLBACK TO aip_write").execute(&mut *tx).await {
-                    Ok(_) => sqlx::query("RELEASE aip_write").execute(&mut *tx).await,
-                    Err(e) => Err(e),
-                }
-            };
-            done.push(d);
-            if let Err(e) = end {
-                broken = Some(e.to_string());
-                break;
-            }
-        }
-        let outcome = match broken {
-            Some(e) => {
-                let _ = tx.rollback().await;
-                Err(e)
-            }
-            None => tx.commit().await.map_err(|e| e.to_string()),
-        };
-        if outcome.is_ok() && done.iter().any(|d| d.ok && d.notify) {
-            changes.send_modify(|v| *v = v.wrapping_add(1));
-        }
-        for d in done {
-            (d.deliver)(outcome.clone());
         }
     }
+}
+
+/// Runs jobs from the front of `batch` in one transaction and delivers their outcomes. Stops early
+/// (leaving the rest queued) only when the bare first write fails; returns false if the transaction
+/// could not start or broke, in which case the jobs it had taken are dropped.
+async fn run_transaction(
+    pool: &SqlitePool,
+    batch: &mut std::collections::VecDeque<WriteJob>,
+    changes: &tokio::sync::watch::Sender<u64>,
+) -> bool {
+    let Ok(mut tx) = pool.begin_with("BEGIN IMMEDIATE").await else {
+        return false;
+    };
+    let mut done: Vec<WriteDone> = Vec::with_capacity(batch.len());
+    let mut broken = None;
+    // Whether the previous write's savepoint is still open (released with the next one).
+    let mut open = false;
+    while let Some(job) = batch.pop_front() {
+        let bare = done.is_empty();
+        if !bare {
+            let sql = if open {
+                "RELEASE aip_write; SAVEPOINT aip_write"
+            } else {
+                "SAVEPOINT aip_write"
+            };
+            if let Err(e) = sqlx::raw_sql(sql).execute(&mut *tx).await {
+                broken = Some(e.to_string());
+                break;
+            }
+        }
+        let d = job(&mut tx).await;
+        if bare {
+            if !d.ok {
+                // Only this write's work is in the transaction: dropping it undoes exactly that.
+                let _ = tx.rollback().await;
+                (d.deliver)(Err("rolled back".into()));
+                return true;
+            }
+            done.push(d);
+            continue;
+        }
+        open = d.ok;
+        let end = if d.ok {
+            Ok(())
+        } else {
+            sqlx::raw_sql("ROLLBACK TO aip_write; RELEASE aip_write")
+                .execute(&mut *tx)
+                .await
+                .map(|_| ())
+        };
+        done.push(d);
+        if let Err(e) = end {
+            broken = Some(e.to_string());
+            break;
+        }
+    }
+    let outcome = match broken {
+        Some(e) => {
+            let _ = tx.rollback().await;
+            Err(e)
+        }
+        None => tx.commit().await.map_err(|e| e.to_string()),
+    };
+    let committed = outcome.is_ok();
+    if committed && done.iter().any(|d| d.ok && d.notify) {
+        changes.send_modify(|v| *v = v.wrapping_add(1));
+    }
+    for d in done {
+        (d.deliver)(outcome.clone());
+    }
+    committed
 }
 
 async fn migrate_sqlite(pool: &SqlitePool) -> StoreResult<()> {

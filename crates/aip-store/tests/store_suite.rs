@@ -69,6 +69,7 @@ suite!(
     a_changed_migration_stops_startup,
     list_limits_are_bounded,
     concurrent_writes_succeed_or_fail_independently,
+    writes_queued_together_keep_only_the_ones_that_succeed,
     a_named_job_is_claimed_only_when_claimable,
     active_actions_are_counted_per_session_under_the_readers_scope,
     a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_its_lease_lapses,
@@ -2001,33 +2002,33 @@ mod cases {
         assert_eq!(rest.items.len(), 5);
     }
 
-    pub async fn concurrent_writes_succeed_or_fail_independently(h: &Harness) {
-        // Writes that run together (one SQLite group commit, or parallel PostgreSQL transactions)
-        // must not take each other down: every odd admission carries a receipt that breaks its
-        // chain and must leave no trace; every even one must be fully there.
-        let s = h.store.clone();
-        let outcomes = race(64, move |i| {
-            let s = s.clone();
-            let id = format!("a{i:02}");
-            let mut a = admission(
-                &id,
-                Some(claim(
-                    &format!("k{i}"),
-                    "h",
-                    CollisionBehavior::RejectConflict,
-                )),
-            );
-            let prev = if i % 2 == 1 {
-                Some("no-such-tip")
-            } else {
-                None
-            };
-            a.receipts = vec![receipt(&format!("r{i}"), &id, &format!("h{i}"), prev)];
-            async move { s.admit(a).await }
-        })
-        .await;
+    /// Admission `{p}{i}` with idempotency key `{p}k{i}` and receipt `{p}r{i}`; a `broken` one's
+    /// receipt claims a chain tip that does not exist, so the whole admission must fail.
+    fn maybe_broken_admission(p: &str, i: usize, broken: bool) -> Admission {
+        let id = format!("{p}{i:02}");
+        let mut a = admission(
+            &id,
+            Some(claim(
+                &format!("{p}k{i}"),
+                "h",
+                CollisionBehavior::RejectConflict,
+            )),
+        );
+        let prev = broken.then_some("no-such-tip");
+        a.receipts = vec![receipt(&format!("{p}r{i}"), &id, &format!("{p}h{i}"), prev)];
+        a
+    }
+
+    /// Checks each outcome of [`maybe_broken_admission`]s and that exactly the unbroken ones (and
+    /// their events) are stored while the broken ones left no reservation and no receipt.
+    async fn only_unbroken_admissions_remain(
+        h: &Harness,
+        p: &str,
+        broken: &[bool],
+        outcomes: Vec<StoreResult<AdmissionOutcome>>,
+    ) {
         for (i, r) in outcomes.into_iter().enumerate() {
-            if i % 2 == 1 {
+            if broken[i] {
                 assert!(
                     matches!(r, Err(StoreError::ReceiptChainConflict { .. })),
                     "{i}: {r:?}"
@@ -2043,7 +2044,7 @@ mod cases {
             tenant: "t1".into(),
             ..Default::default()
         };
-        let ids: Vec<String> = h
+        let mut got: Vec<String> = h
             .store
             .list_actions(&q, None, Limit::max())
             .await
@@ -2052,31 +2053,55 @@ mod cases {
             .into_iter()
             .map(|a| a.action_id)
             .collect();
-        let mut expected: Vec<String> = (0..64)
-            .filter(|i| i % 2 == 0)
-            .map(|i| format!("a{i:02}"))
-            .collect();
-        let mut got = ids.clone();
         got.sort();
-        expected.sort();
+        let expected: Vec<String> = (0..broken.len())
+            .filter(|&i| !broken[i])
+            .map(|i| format!("{p}{i:02}"))
+            .collect();
         assert_eq!(got, expected);
-        assert_eq!(events_of(&h.store, "t1").await.len(), 32);
-        for i in (1..64).step_by(2) {
+        assert_eq!(events_of(&h.store, "t1").await.len(), expected.len());
+        for i in (0..broken.len()).filter(|&i| broken[i]) {
             assert!(
                 h.store
-                    .get_idempotency("tenant:t1/cap:demo:book", &format!("k{i}"), T0)
+                    .get_idempotency("tenant:t1/cap:demo:book", &format!("{p}k{i}"), T0)
                     .await
                     .unwrap()
                     .is_none()
             );
             assert!(
                 h.store
-                    .get_receipt(&format!("r{i}"))
+                    .get_receipt(&format!("{p}r{i}"))
                     .await
                     .unwrap()
                     .is_none()
             );
         }
+    }
+
+    pub async fn writes_queued_together_keep_only_the_ones_that_succeed(h: &Harness) {
+        // Queued from one task, these writes reach SQLite's writer together: the batch's first write
+        // (run without a savepoint), a middle one and the last one fail and must leave no trace,
+        // and the writes after each failure must still commit.
+        let broken = [true, false, true, true, false, false, true];
+        let adm = |i: usize| h.store.admit(maybe_broken_admission("q", i, broken[i]));
+        let (r0, r1, r2, r3, r4, r5, r6) =
+            tokio::join!(adm(0), adm(1), adm(2), adm(3), adm(4), adm(5), adm(6));
+        only_unbroken_admissions_remain(h, "q", &broken, vec![r0, r1, r2, r3, r4, r5, r6]).await;
+    }
+
+    pub async fn concurrent_writes_succeed_or_fail_independently(h: &Harness) {
+        // Writes that run together (one SQLite group commit, or parallel PostgreSQL transactions)
+        // must not take each other down: every odd admission carries a receipt that breaks its
+        // chain and must leave no trace; every even one must be fully there.
+        let s = h.store.clone();
+        let outcomes = race(64, move |i| {
+            let a = maybe_broken_admission("a", i, i % 2 == 1);
+            let s = s.clone();
+            async move { s.admit(a).await }
+        })
+        .await;
+        let broken: Vec<bool> = (0..64).map(|i| i % 2 == 1).collect();
+        only_unbroken_admissions_remain(h, "a", &broken, outcomes).await;
     }
 
     pub async fn a_named_job_is_claimed_only_when_claimable(h: &Harness) {
