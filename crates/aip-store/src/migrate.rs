@@ -39,6 +39,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "event_positions",
         sql: include_str!("../migrations/sqlite/0002_event_positions.sql"),
     },
+    Migration {
+        version: 3,
+        name: "event_counter_trigger",
+        sql: include_str!("../migrations/sqlite/0003_event_counter_trigger.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.

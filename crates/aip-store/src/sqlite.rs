@@ -18,7 +18,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection};
 
-use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64, values_list};
+use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
 use crate::error::{StoreError, is_unique_violation};
@@ -136,29 +136,39 @@ impl SqliteStore {
             return Ok(Vec::new());
         }
         // Writes are serialized by the writer task, so a counter gives commit-ordered sequences and the
-        // listing position is the sequence itself.
-        let n =
-            i64::try_from(events.len()).map_err(|_| StoreError::InvalidInput("too many events"))?;
-        let last: i64 = sqlx::query(
-            "UPDATE aip_counters SET value = value + $1 WHERE name = 'events' RETURNING value",
-        )
-        .bind(n)
-        .fetch_one(&mut *tx)
-        .await?
-        .try_get("value")?;
-        let first = last - n + 1;
+        // listing position is the sequence itself. Each row takes the counter plus its row number
+        // inside the insert, and the counter's trigger (migration 3) advances it past every row:
+        // one statement per chunk, and the sequences are read back with RETURNING.
+        const NEXT: &str = "(SELECT value FROM aip_counters WHERE name = 'events')";
         let mut seqs = Vec::with_capacity(events.len());
-        for (k, chunk) in events.chunks(MAX_ROWS).enumerate() {
-            // One multi-row insert per chunk; the sequences are known, so nothing is read back.
-            let sql = format!(
-                "INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES {}",
-                values_list(chunk.len(), 11)
+        for chunk in events.chunks(MAX_ROWS) {
+            use std::fmt::Write as _;
+            let mut sql = String::from(
+                "INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES ",
             );
+            // Placeholders and row numbers only, never values.
+            for row in 0..chunk.len() {
+                let p = row * 9;
+                let _ = write!(
+                    sql,
+                    "{}({NEXT} + {n}, {NEXT} + {n}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${}, ${})",
+                    if row == 0 { "" } else { ", " },
+                    p + 1,
+                    p + 2,
+                    p + 3,
+                    p + 4,
+                    p + 5,
+                    p + 6,
+                    p + 7,
+                    p + 8,
+                    p + 9,
+                    n = row + 1,
+                );
+            }
+            sql.push_str(" RETURNING seq, pos, event_id");
             let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for (seq, e) in (first + (k * MAX_ROWS) as i64..).zip(chunk) {
+            for e in chunk {
                 q = q
-                    .bind(seq)
-                    .bind(seq)
                     .bind(&e.event_id)
                     .bind(&e.kind)
                     .bind(&e.tenant)
@@ -168,14 +178,32 @@ impl SqliteStore {
                     .bind(e.correlation_id.as_deref())
                     .bind(e.occurred_at_ms)
                     .bind(sqlx::types::Json(&e.data));
-                seqs.push(to_u64(seq, "event sequence")?);
             }
-            match q.execute(&mut *tx).await {
-                Ok(_) => {}
+            let rows = match q.fetch_all(&mut *tx).await {
+                Ok(rows) => rows,
                 Err(err) if is_unique_violation(&err) => {
                     return Err(StoreError::Duplicate { kind: "event" });
                 }
                 Err(err) => return Err(err.into()),
+            };
+            // RETURNING promises no row order: match the rows to the events by id.
+            let mut by_id = std::collections::HashMap::with_capacity(rows.len());
+            for row in &rows {
+                let seq: Option<i64> = row.try_get("seq")?;
+                let pos: Option<i64> = row.try_get("pos")?;
+                let event_id: String = row.try_get("event_id")?;
+                match (seq, pos) {
+                    (Some(seq), Some(pos)) if seq == pos => {
+                        by_id.insert(event_id, seq);
+                    }
+                    _ => return Err(StoreError::Corrupt("events counter missing".into())),
+                }
+            }
+            for e in chunk {
+                let seq = by_id.get(&e.event_id).ok_or_else(|| {
+                    StoreError::Corrupt("an inserted event was not returned".into())
+                })?;
+                seqs.push(to_u64(*seq, "event sequence")?);
             }
         }
         Ok(seqs)
