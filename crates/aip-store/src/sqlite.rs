@@ -93,7 +93,11 @@ impl SqliteStore {
             .max_connections(1)
             .test_before_acquire(false)
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(connect.clone())
+            // Savepoint journals hold the pages each write of a group commit changes, so they can
+            // be rolled back alone; past 64 KiB SQLite spills them to a temporary file (two
+            // `pwrite`s per page). They are never needed after a crash (the WAL is), so they stay
+            // in memory.
+            .connect_with(connect.clone().pragma("temp_store", "memory"))
             .await?;
         migrate_sqlite(&writer).await?;
         let key = load_key(&writer).await?;
