@@ -44,6 +44,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "event_counter_trigger",
         sql: include_str!("../migrations/sqlite/0003_event_counter_trigger.sql"),
     },
+    Migration {
+        version: 4,
+        name: "drop_superseded_event_indexes",
+        sql: include_str!("../migrations/sqlite/0004_drop_superseded_event_indexes.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
