@@ -30,8 +30,8 @@ type Scan<T> = Result<T, Bail>;
 /// Deepest nesting the scanner follows (serde_json's own limit is 128).
 const MAX_DEPTH: usize = 100;
 
-/// Chains with at least this many bytes of receipts hash them on two threads.
-const PARALLEL_MIN_BYTES: usize = 256 << 10;
+/// Receipt arrays with at least this many bytes are scanned and hashed on two threads.
+pub(crate) const PARALLEL_MIN_BYTES: usize = 256 << 10;
 
 /// How far a token is from the canonical form.
 const CANONICAL: u8 = 0;
@@ -78,6 +78,8 @@ struct Receipt {
 #[derive(Clone, Copy)]
 struct Member {
     name: (usize, usize),
+    /// [`prefix_key`] of the name.
+    key: u64,
     span: (usize, usize),
 }
 
@@ -89,11 +91,23 @@ enum Root {
     Str(usize, usize),
 }
 
+/// The receipts of a `receipts` array, each hash already verified as it was scanned; `Err` when
+/// the array is not all objects or a receipt does not verify (decided only if this chain is the one
+/// the reference path would select).
+type Receipts<'a> = Scan<Vec<Checked<'a>>>;
+
 /// A chain candidate: the document itself or its `body.receipt_chain`.
-struct Chain {
-    /// `None`: `receipts` is absent or not an array of objects.
-    receipts: Option<Vec<Receipt>>,
+struct Chain<'a> {
+    /// `Err`: `receipts` is absent, not an array of objects, or a receipt's hash is wrong.
+    receipts: Receipts<'a>,
     root: Root,
+}
+
+/// Elements of a `receipts` array scanned up to its `]` or to a given element start.
+struct Run<'a> {
+    receipts: Receipts<'a>,
+    /// The scan stopped at the requested element start instead of the closing `]`.
+    at_stop: bool,
 }
 
 const LO: u64 = 0x0101_0101_0101_0101;
@@ -136,6 +150,27 @@ fn next_special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The first 8 bytes of a member name, big-endian and zero-padded: when two keys differ they order
+/// the names as byte strings do (a zero pad only ever stands where one name has ended); when they
+/// are equal the whole names decide.
+#[inline(always)]
+fn prefix_key(name: &[u8]) -> u64 {
+    if let Some(head) = name.first_chunk::<8>() {
+        return u64::from_be_bytes(*head);
+    }
+    let mut k = 0u64;
+    for (n, &c) in name.iter().enumerate() {
+        k |= u64::from(c) << (56 - 8 * n);
+    }
+    k
+}
+
+/// Byte order of two member names, with their [`prefix_key`]s.
+#[inline(always)]
+fn name_cmp(x: (u64, &[u8]), y: (u64, &[u8])) -> std::cmp::Ordering {
+    x.0.cmp(&y.0).then_with(|| x.1.cmp(y.1))
+}
+
 fn hex_value(c: u8) -> Scan<u16> {
     match c {
         b'0'..=b'9' => Ok(u16::from(c - b'0')),
@@ -150,8 +185,13 @@ const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 struct Scanner<'a> {
     b: &'a [u8],
     i: usize,
-    /// Top-level members of every receipt, in received order.
+    form: HashForm,
+    /// Top-level members of the receipt being checked, in received order.
     members: Vec<Member>,
+    /// Reused buffer for receipts hashed from sorted member slices.
+    scratch: Vec<u8>,
+    /// A `receipts` array with at least this many bytes after its `[` is scanned on two threads.
+    parallel_min: usize,
 }
 
 impl<'a> Scanner<'a> {
@@ -333,7 +373,11 @@ impl<'a> Scanner<'a> {
     /// A key: members must be strictly increasing by name bytes (no duplicates) to be canonical;
     /// an escaped name is compared only after unescaping, so it counts as non-canonical.
     #[inline(always)]
-    fn key(&mut self, previous: &mut Option<(usize, usize)>, level: &mut u8) -> Scan<(Str, bool)> {
+    fn key(
+        &mut self,
+        previous: &mut Option<(u64, usize, usize)>,
+        level: &mut u8,
+    ) -> Scan<(Str, u64, bool)> {
         if self.peek()? != b'"' {
             return Err(Bail);
         }
@@ -342,12 +386,14 @@ impl<'a> Scanner<'a> {
         if k.escaped {
             *level = (*level).max(VALID);
         }
+        let name = &self.b[k.start..k.end];
+        let key = prefix_key(name);
         let in_order = match *previous {
-            Some((ps, pe)) => self.b[ps..pe] < self.b[k.start..k.end],
+            Some((pk, ps, pe)) => name_cmp((pk, &self.b[ps..pe]), (key, name)).is_lt(),
             None => true,
         };
-        *previous = Some((k.start, k.end));
-        Ok((k, in_order))
+        *previous = Some((key, k.start, k.end));
+        Ok((k, key, in_order))
     }
 
     /// After a member or element: `,` (more follow) or `close` (done).
@@ -378,7 +424,7 @@ impl<'a> Scanner<'a> {
         }
         let mut previous = None;
         loop {
-            if !self.key(&mut previous, level)?.1 {
+            if !self.key(&mut previous, level)?.2 {
                 *level = (*level).max(VALID);
             }
             self.ws(level);
@@ -461,8 +507,8 @@ impl<'a> Scanner<'a> {
 
     /// A chain candidate object: `receipts` and `root_hash` are recorded; a duplicate of either
     /// (serde_json keeps the last) is left to the reference path.
-    fn chain(&mut self, depth: usize) -> Scan<Chain> {
-        let mut receipts: Option<Option<Vec<Receipt>>> = None;
+    fn chain(&mut self, depth: usize) -> Scan<Chain<'a>> {
+        let mut receipts: Option<Receipts<'a>> = None;
         let mut root: Option<Root> = None;
         self.outside_object(depth, |s, k, depth| match k {
             b"receipts" => {
@@ -473,7 +519,7 @@ impl<'a> Scanner<'a> {
                     s.receipts(depth + 1)?
                 } else {
                     s.outside_value(depth)?;
-                    None
+                    Err(Bail)
                 });
                 Ok(())
             }
@@ -496,34 +542,125 @@ impl<'a> Scanner<'a> {
             _ => s.outside_value(depth),
         })?;
         Ok(Chain {
-            receipts: receipts.flatten(),
+            receipts: receipts.unwrap_or(Err(Bail)),
             root: root.unwrap_or(Root::Absent),
         })
     }
 
-    /// The `receipts` array; `None` when an element is not an object.
-    fn receipts(&mut self, depth: usize) -> Scan<Option<Vec<Receipt>>> {
+    /// The `receipts` array, each receipt checked as soon as it is scanned (while its bytes are in
+    /// cache); a large array is split between two threads.
+    fn receipts(&mut self, depth: usize) -> Scan<Receipts<'a>> {
         if depth > MAX_DEPTH {
             return Err(Bail);
         }
         let mut ignored = CANONICAL;
-        let mut out = Vec::new();
-        let mut all_objects = true;
         self.i += 1;
         self.ws(&mut ignored);
         if self.peek()? == b']' {
             self.i += 1;
-            return Ok(Some(out));
+            return Ok(Ok(Vec::new()));
         }
+        if let Some(stop) = self.split_point() {
+            return self.receipts_split(depth, stop);
+        }
+        Ok(self.run(depth, None)?.receipts)
+    }
+
+    /// Where a second thread may start: the first `},` after the middle of the remaining bytes that
+    /// is followed by the first receipt's opening bytes (`{"name":`). Only a guess — the scan from
+    /// the start confirms it by arriving there, or ignores it.
+    fn split_point(&self) -> Option<usize> {
+        let b = self.b;
+        let rest = b.len().checked_sub(self.i)?;
+        if rest < self.parallel_min
+            || self.b.get(self.i) != Some(&b'{')
+            || std::thread::available_parallelism().map_or(1, usize::from) < 2
+        {
+            return None;
+        }
+        let first = b.get(self.i..(self.i + 48).min(b.len()))?;
+        let prefix = &first[..=first.iter().position(|&c| c == b':')?];
+        let mut at = self.i + rest / 2;
         loop {
+            let close = at + b.get(at..)?.iter().position(|&c| c == b'}')?;
+            if b.get(close + 1) == Some(&b',') && b.get(close + 2..)?.starts_with(prefix) {
+                return Some(close + 2);
+            }
+            at = close + 1;
+        }
+    }
+
+    /// Scans the array from its first element with a second thread starting at `stop`; the
+    /// second thread's work is used only if this one arrives exactly at `stop` as an element start.
+    fn receipts_split(&mut self, depth: usize, stop: usize) -> Scan<Receipts<'a>> {
+        let (b, form, parallel_min) = (self.b, self.form, self.parallel_min);
+        std::thread::scope(|s| {
+            let handle = std::thread::Builder::new()
+                .spawn_scoped(s, move || {
+                    let mut other = Scanner {
+                        b,
+                        i: stop,
+                        form,
+                        members: Vec::new(),
+                        scratch: Vec::new(),
+                        parallel_min,
+                    };
+                    let run = other.run(depth, None)?;
+                    Ok::<_, Bail>((run.receipts, other.i))
+                })
+                .ok();
+            let first = self.run(depth, if handle.is_some() { Some(stop) } else { None })?;
+            if !first.at_stop {
+                return Ok(first.receipts);
+            }
+            // A panicking worker is a bug; this thread then scans the rest itself.
+            let tail = match handle.map(|h| h.join()) {
+                Some(Ok(Ok((tail, end)))) => {
+                    self.i = end;
+                    tail
+                }
+                _ => self.run(depth, None)?.receipts,
+            };
+            Ok(match (first.receipts, tail) {
+                (Ok(mut head), Ok(tail)) => {
+                    head.extend(tail);
+                    Ok(head)
+                }
+                _ => Err(Bail),
+            })
+        })
+    }
+
+    /// Array elements from the current element start up to and including the closing `]`, or up
+    /// to the element starting at `stop`.
+    fn run(&mut self, depth: usize, stop: Option<usize>) -> Scan<Run<'a>> {
+        let mut ignored = CANONICAL;
+        let mut receipts: Receipts<'a> = Ok(Vec::new());
+        loop {
+            if stop == Some(self.i) {
+                return Ok(Run {
+                    receipts,
+                    at_stop: true,
+                });
+            }
             if self.peek()? == b'{' {
-                out.push(self.receipt(depth + 1)?);
+                let r = self.receipt(depth + 1)?;
+                if let Ok(done) = &mut receipts {
+                    match check(self.b, &self.members, &r, self.form, &mut self.scratch) {
+                        Ok(c) => done.push(c),
+                        Err(e) => receipts = Err(e),
+                    }
+                }
+                self.members.clear();
             } else {
-                all_objects = false;
+                receipts = Err(Bail);
                 self.outside_value(depth)?;
             }
             if !self.next_or_close(b']', &mut ignored)? {
-                return Ok(all_objects.then_some(out));
+                return Ok(Run {
+                    receipts,
+                    at_stop: false,
+                });
             }
         }
     }
@@ -547,7 +684,7 @@ impl<'a> Scanner<'a> {
         } else {
             loop {
                 let member_start = self.i;
-                let (k, ordered) = self.key(&mut previous_key, &mut level)?;
+                let (k, key, ordered) = self.key(&mut previous_key, &mut level)?;
                 in_order &= ordered;
                 self.ws(&mut level);
                 self.expect(b':')?;
@@ -572,6 +709,7 @@ impl<'a> Scanner<'a> {
                 }
                 self.members.push(Member {
                     name: (k.start, k.end),
+                    key,
                     span: (member_start, self.i),
                 });
                 if !self.next_or_close(b'}', &mut level)? {
@@ -583,11 +721,19 @@ impl<'a> Scanner<'a> {
         if !in_order {
             let b = self.b;
             let ms = &mut self.members[first_member..];
-            ms.sort_unstable_by(|x, y| b[x.name.0..x.name.1].cmp(&b[y.name.0..y.name.1]));
+            let name = |m: &Member| (m.key, &b[m.name.0..m.name.1]);
+            // Insertion sort: a receipt has few members.
+            for j in 1..ms.len() {
+                let mut k = j;
+                while k > 0 && name_cmp(name(&ms[k - 1]), name(&ms[k])).is_gt() {
+                    ms.swap(k - 1, k);
+                    k -= 1;
+                }
+            }
             // A duplicate name (serde_json keeps the last) is left to the reference canonicaliser.
             if ms
                 .windows(2)
-                .any(|w| b[w[0].name.0..w[0].name.1] == b[w[1].name.0..w[1].name.1])
+                .any(|w| name_cmp(name(&w[0]), name(&w[1])).is_eq())
             {
                 level = level.max(VALID);
             }
@@ -605,13 +751,13 @@ impl<'a> Scanner<'a> {
 
     /// The whole document: a chain, or an object whose `body.receipt_chain` is one (the reference
     /// takes `/body/receipt_chain` when that pointer resolves).
-    fn document(&mut self) -> Scan<Chain> {
+    fn document(&mut self) -> Scan<Chain<'a>> {
         let mut ignored = CANONICAL;
         self.ws(&mut ignored);
         if self.peek()? != b'{' {
             return Err(Bail);
         }
-        let mut top_receipts: Option<Option<Vec<Receipt>>> = None;
+        let mut top_receipts: Option<Receipts<'a>> = None;
         let mut top_root: Option<Root> = None;
         let mut body_seen = false;
         // Some(None): `receipt_chain` present but not an object.
@@ -625,7 +771,7 @@ impl<'a> Scanner<'a> {
                     s.receipts(depth + 1)?
                 } else {
                     s.outside_value(depth)?;
-                    None
+                    Err(Bail)
                 });
                 Ok(())
             }
@@ -679,7 +825,7 @@ impl<'a> Scanner<'a> {
             Some(Some(chain)) => Ok(chain),
             Some(None) => Err(Bail),
             None => Ok(Chain {
-                receipts: top_receipts.flatten(),
+                receipts: top_receipts.unwrap_or(Err(Bail)),
                 root: top_root.unwrap_or(Root::Absent),
             }),
         }
@@ -799,58 +945,19 @@ fn check<'a>(
     })
 }
 
-fn check_all<'a>(
-    b: &'a [u8],
-    members: &[Member],
-    rs: &[Receipt],
-    form: HashForm,
-) -> Scan<Vec<Checked<'a>>> {
-    let mut scratch = Vec::new();
-    rs.iter()
-        .map(|r| check(b, members, r, form, &mut scratch))
-        .collect()
-}
-
-/// Verifies independent receipt hashes, on two threads when there is enough to pay for one.
-fn check_receipts<'a>(
-    b: &'a [u8],
-    members: &[Member],
-    rs: &[Receipt],
-    form: HashForm,
-) -> Scan<Vec<Checked<'a>>> {
-    let bytes = match (rs.first(), rs.last()) {
-        (Some(f), Some(l)) => l.end - f.start,
-        _ => 0,
-    };
-    if bytes < PARALLEL_MIN_BYTES || std::thread::available_parallelism().map_or(1, usize::from) < 2
-    {
-        return check_all(b, members, rs, form);
-    }
-    let (left, right) = rs.split_at(rs.len() / 2);
-    std::thread::scope(|s| {
-        let Ok(other) =
-            std::thread::Builder::new().spawn_scoped(s, || check_all(b, members, right, form))
-        else {
-            // No thread to be had: do it all here.
-            return check_all(b, members, rs, form);
-        };
-        let mut l = check_all(b, members, left, form)?;
-        // A panicking worker is a bug; the reference path still answers.
-        l.extend(other.join().map_err(|_| Bail)??);
-        Ok(l)
-    })
-}
-
-/// The fast path: `Ok` only when every receipt, link and the root verify.
-pub(crate) fn verify(bytes: &[u8], form: HashForm) -> Scan<VerifiedChain> {
+/// The fast path: `Ok` only when every receipt, link and the root verify. Receipt arrays of at
+/// least `parallel_min` bytes are scanned and hashed on two threads.
+pub(crate) fn verify(bytes: &[u8], form: HashForm, parallel_min: usize) -> Scan<VerifiedChain> {
     let mut s = Scanner {
         b: bytes,
         i: 0,
+        form,
         members: Vec::new(),
+        scratch: Vec::new(),
+        parallel_min,
     };
     let chain = s.document()?;
-    let receipts = chain.receipts.ok_or(Bail)?;
-    let checked = check_receipts(bytes, &s.members, &receipts, form)?;
+    let checked = chain.receipts?;
     let mut root = Sha256::new();
     let mut prior: Option<&[u8]> = None;
     for c in &checked {
@@ -863,7 +970,7 @@ pub(crate) fn verify(bytes: &[u8], form: HashForm) -> Scan<VerifiedChain> {
     let root = hex64(&root.finalize());
     let matches = match chain.root {
         Root::Str(s, e) => bytes[s..e] == root,
-        Root::Absent | Root::NotString => receipts.is_empty(),
+        Root::Absent | Root::NotString => checked.is_empty(),
     };
     if !matches {
         return Err(Bail);
@@ -871,6 +978,6 @@ pub(crate) fn verify(bytes: &[u8], form: HashForm) -> Scan<VerifiedChain> {
     Ok(VerifiedChain {
         // Hex digits are ASCII.
         root_hash: root.iter().map(|&c| char::from(c)).collect(),
-        receipts: receipts.len(),
+        receipts: checked.len(),
     })
 }

@@ -314,7 +314,19 @@ pub fn verify_document(bytes: &[u8], form: HashForm) -> Result<VerifiedChain, Do
 /// The byte-level fast path alone: `Some` only when the whole chain verifies; `None` leaves the
 /// decision (and the error) to [`verify_document_reference`]. Exposed for tests and fuzzing.
 pub fn verify_document_fast(bytes: &[u8], form: HashForm) -> Option<VerifiedChain> {
-    crate::receipt_bytes::verify(bytes, form).ok()
+    crate::receipt_bytes::verify(bytes, form, crate::receipt_bytes::PARALLEL_MIN_BYTES).ok()
+}
+
+/// [`verify_document_fast`] with the two-thread split taken for every `receipts` array of at
+/// least `parallel_min` bytes (normally 256 KiB), so tests and fuzzing can reach the split on
+/// small chains.
+#[doc(hidden)]
+pub fn verify_document_fast_split(
+    bytes: &[u8],
+    form: HashForm,
+    parallel_min: usize,
+) -> Option<VerifiedChain> {
+    crate::receipt_bytes::verify(bytes, form, parallel_min).ok()
 }
 
 /// The reference path: parse the whole document, take `/body/receipt_chain` when present, and run

@@ -6,7 +6,7 @@
 
 use aip_core::receipts::{
     DocumentError, HashForm, receipt_value_hash, receipt_value_hash_null_form, root_hash,
-    verify_document, verify_document_fast, verify_document_reference,
+    verify_document, verify_document_fast, verify_document_fast_split, verify_document_reference,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value, json};
@@ -398,31 +398,18 @@ proptest! {
         if spec.corrupt.is_none() && reference.is_ok() {
             prop_assert!(fast.is_some(), "a valid chain must be verified by the fast path");
         }
+        // Every `receipts` array split between two threads: the same answer as one thread.
+        prop_assert_eq!(verify_document_fast_split(&bytes, spec.form, 0), fast);
     }
 }
 
 #[test]
 fn canonical_chains_take_the_fast_path_and_match_the_reference_root() {
-    let mut receipts = Vec::new();
-    let mut prev: Option<String> = None;
-    for i in 0..50 {
-        let mut v = json!({"id": format!("r{i}"), "data": {"é": [1, -2, 1.5, "x\n\u{1}"], "\u{10000}": 1, "\u{e000}": 2}});
-        if let Some(p) = &prev {
-            v["previous_hash"] = json!(p);
-        }
-        let h = receipt_value_hash(&v);
-        v["hash"] = json!(h);
-        prev = Some(h);
-        receipts.push(v);
-    }
-    let hashes: Vec<String> = receipts
-        .iter()
-        .map(|r| r["hash"].as_str().unwrap().to_owned())
-        .collect();
-    let root = root_hash(hashes.iter().map(String::as_str));
-    let bytes =
-        serde_json::to_vec(&json!({"chain_id": "c", "receipts": receipts, "root_hash": root}))
-            .unwrap();
+    let (chain, root) = sealed_chain(
+        50,
+        |i| json!({"id": format!("r{i}"), "data": {"é": [1, -2, 1.5, "x\n\u{1}"], "\u{10000}": 1, "\u{e000}": 2}}),
+    );
+    let bytes = serde_json::to_vec(&chain).unwrap();
     let fast = verify_document_fast(&bytes, HashForm::Omit).expect("canonical chain");
     assert_eq!(fast.root_hash, root);
     assert_eq!(
@@ -433,24 +420,10 @@ fn canonical_chains_take_the_fast_path_and_match_the_reference_root() {
 
 #[test]
 fn a_chain_large_enough_for_two_threads_verifies_and_names_its_first_broken_link() {
-    let mut receipts = Vec::new();
-    let mut prev: Option<String> = None;
-    for i in 0..1500 {
-        let mut v = json!({"id": format!("r{i}"), "data": {"pad": "p".repeat(200), "n": i}});
-        if let Some(p) = &prev {
-            v["previous_hash"] = json!(p);
-        }
-        let h = receipt_value_hash(&v);
-        v["hash"] = json!(h);
-        prev = Some(h);
-        receipts.push(v);
-    }
-    let hashes: Vec<String> = receipts
-        .iter()
-        .map(|r| r["hash"].as_str().unwrap().to_owned())
-        .collect();
-    let root = root_hash(hashes.iter().map(String::as_str));
-    let mut chain = json!({"chain_id": "c", "receipts": receipts, "root_hash": root});
+    let (mut chain, root) = sealed_chain(
+        1500,
+        |i| json!({"id": format!("r{i}"), "data": {"pad": "p".repeat(200), "n": i}}),
+    );
     let bytes = serde_json::to_vec(&chain).unwrap();
     assert!(bytes.len() > 300_000);
     assert_eq!(
@@ -470,6 +443,62 @@ fn a_chain_large_enough_for_two_threads_verifies_and_names_its_first_broken_link
         (e.index, e.code()),
         (Some(900), "aip.receipt.hash_mismatch")
     );
+}
+
+/// A chain of `n` receipts made by `receipt` (without `hash` and `previous_hash`), sealed and
+/// linked, with its root.
+fn sealed_chain(n: usize, receipt: impl Fn(usize) -> Value) -> (Value, String) {
+    let mut receipts = Vec::new();
+    let mut hashes: Vec<String> = Vec::new();
+    for i in 0..n {
+        let mut v = receipt(i);
+        if let Some(p) = hashes.last() {
+            v["previous_hash"] = json!(p);
+        }
+        let h = receipt_value_hash(&v);
+        v["hash"] = json!(h);
+        hashes.push(h);
+        receipts.push(v);
+    }
+    let root = root_hash(hashes.iter().map(String::as_str));
+    (
+        json!({"chain_id": "c", "receipts": receipts, "root_hash": root}),
+        root,
+    )
+}
+
+/// A canonical chain whose receipts' data holds arrays of objects that start like a receipt
+/// (`{"data":`), so a guessed split point can land inside a receipt.
+fn chain_with_receipt_like_data(n: usize) -> (Value, String) {
+    sealed_chain(
+        n,
+        |i| json!({"data": {"items": [{"data": i}, {"data": "},{\"data\":"}, {"data": [{"data": 1}]}]}, "id": format!("r{i}")}),
+    )
+}
+
+#[test]
+fn a_split_guessed_inside_a_receipt_still_gives_the_one_thread_answer() {
+    for n in [1, 2, 3, 7, 40] {
+        let (mut chain, root) = chain_with_receipt_like_data(n);
+        let bytes = serde_json::to_vec(&chain).unwrap();
+        for at in [0, 1, bytes.len() / 3, bytes.len()] {
+            let split = verify_document_fast_split(&bytes, HashForm::Omit, at);
+            assert_eq!(
+                split.map(|v| (v.root_hash, v.receipts)),
+                Some((root.clone(), n))
+            );
+        }
+        chain["receipts"][n - 1]["data"]["items"][0]["data"] = json!(-1);
+        let bytes = serde_json::to_vec(&chain).unwrap();
+        assert_eq!(verify_document_fast_split(&bytes, HashForm::Omit, 0), None);
+        let Err(DocumentError::Chain(e)) = verify_document(&bytes, HashForm::Omit) else {
+            panic!("tampered chain verified")
+        };
+        assert_eq!(
+            (e.index, e.code()),
+            (Some(n - 1), "aip.receipt.hash_mismatch")
+        );
+    }
 }
 
 #[test]

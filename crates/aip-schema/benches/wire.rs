@@ -10,7 +10,7 @@
 
 use aip_core::receipts::{
     ChainBuilder, HashForm, verify_chain_value, verify_document, verify_document_fast,
-    verify_document_reference,
+    verify_document_fast_split, verify_document_reference,
 };
 use aip_core::signing::{generate_signing_key, sign_value, verify_value};
 use aip_core::*;
@@ -153,6 +153,19 @@ fn receipt_chain(c: &mut Criterion) {
         });
         g.bench_function("verify_document_bytes", |b| {
             b.iter(|| black_box(verify_document(black_box(&bytes), HashForm::Omit).unwrap()))
+        });
+        g.bench_function("verify_document_bytes_one_thread", |b| {
+            b.iter(|| {
+                black_box(
+                    verify_document_fast_split(black_box(&bytes), HashForm::Omit, usize::MAX)
+                        .unwrap(),
+                )
+            })
+        });
+        g.bench_function("verify_document_bytes_two_threads", |b| {
+            b.iter(|| {
+                black_box(verify_document_fast_split(black_box(&bytes), HashForm::Omit, 0).unwrap())
+            })
         });
         if n == 100 {
             g.bench_function("reference_parse_and_verify_chain_value", |b| {

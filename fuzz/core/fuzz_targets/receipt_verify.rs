@@ -2,7 +2,9 @@
 //! `verify_chain_value`): when the fast path says "verified", the reference must say so with the
 //! same root, and `verify_document` must always give the reference's verdict and first broken link.
 //!
-//! Input: the first byte picks the hash form (bit 0) and the mode (bit 1). Mode 0 verifies the rest
+//! Input: the first byte picks the hash form (bit 0), the mode (bit 1) and whether every
+//! `receipts` array is also verified split between two threads (bit 4), which must give the
+//! one-thread answer. Mode 0 verifies the rest
 //! as a document. Mode 1 splits the rest on 0xff; every piece that is a JSON object becomes a
 //! receipt, kept in the fuzzer's own spelling (member order, whitespace, escapes, numbers) with
 //! `previous_hash` and `hash` spliced in, so valid chains of non-canonical receipts are explored too.
@@ -10,7 +12,8 @@
 
 use aip_core::receipts::{
     DocumentError, HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form,
-    root_hash, verify_document, verify_document_fast, verify_document_reference,
+    root_hash, verify_document, verify_document_fast, verify_document_fast_split,
+    verify_document_reference,
 };
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
@@ -23,9 +26,13 @@ fn outcome(r: &Result<VerifiedChain, DocumentError>) -> String {
     }
 }
 
-fn check(doc: &[u8], form: HashForm) {
+fn check(doc: &[u8], form: HashForm, split: bool) {
     let reference = verify_document_reference(doc, form);
-    if let Some(v) = verify_document_fast(doc, form) {
+    let fast = verify_document_fast(doc, form);
+    if split {
+        assert_eq!(verify_document_fast_split(doc, form, 0), fast, "split disagrees");
+    }
+    if let Some(v) = fast {
         assert_eq!(outcome(&Ok(v)), outcome(&reference), "fast path disagrees");
     }
     assert_eq!(outcome(&verify_document(doc, form)), outcome(&reference));
@@ -69,7 +76,7 @@ fuzz_target!(|data: &[u8]| {
         HashForm::Omit
     };
     if mode & 2 == 0 {
-        check(rest, form);
+        check(rest, form, mode & 16 != 0);
         return;
     }
     let mut receipts = Vec::new();
@@ -97,9 +104,9 @@ fuzz_target!(|data: &[u8]| {
         "{{\"chain_id\":\"c\",\"receipts\":[{}],\"root_hash\":\"{root}\"}}",
         receipts.join(",")
     );
-    check(doc.as_bytes(), form);
+    check(doc.as_bytes(), form, mode & 16 != 0);
     if mode & 8 != 0 {
         let env = format!("{{\"body\": {{\"receipt_chain\": {doc}}}, \"aip_version\": \"1.0\"}}");
-        check(env.as_bytes(), form);
+        check(env.as_bytes(), form, mode & 16 != 0);
     }
 });
