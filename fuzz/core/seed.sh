@@ -23,7 +23,7 @@ pieces = [
     b'{}',
     b'{"k":"\\u001F\\u001f\\n","arr":[{"y":1,"x":2}]}',
 ]
-for mode in (2, 3, 6, 10, 14):
+for mode in (2, 3, 6, 10, 14, 18, 30):
     s = bytes([mode]) + b"\xff".join(pieces)
     open(os.path.join("corpus/receipt_verify", hashlib.sha1(s).hexdigest()), "wb").write(s)
 def chain(pretty):
