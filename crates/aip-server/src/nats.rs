@@ -286,6 +286,12 @@ pub async fn start(
         .queue_subscribe(subscription.clone(), nats.queue_group.clone())
         .await
         .map_err(|e| NatsError::Subscribe(e.to_string()))?;
+    // A round trip to the server: once it returns, the subscription is registered there, so a
+    // request sent after startup is reported can never meet "no responders".
+    client
+        .flush()
+        .await
+        .map_err(|e| NatsError::Subscribe(e.to_string()))?;
     let service = Arc::new(Service {
         client,
         runtime,
