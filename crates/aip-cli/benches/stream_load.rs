@@ -56,7 +56,7 @@ fn main() {
 
         let action_id = format!("act_bench_sse_{}", std::process::id());
         let started = Instant::now();
-        let live = sse_count(sse_submit(&http, &server, &action_id, chunks).await).await;
+        let live = sse_count(sse_submit(&http, &server, &action_id, chunks, 1).await).await;
         let live_rate = live as f64 / started.elapsed().as_secs_f64();
         let started = Instant::now();
         let replay = sse_count(sse_follow(&http, &server, &action_id).await).await;
@@ -72,6 +72,13 @@ fn main() {
         let base_rate = base as f64 / started.elapsed().as_secs_f64();
         assert_eq!((live, replay, base), (events, events, events));
         println!("| SSE | {live_rate:.0} | {replay_rate:.0} | {base_rate:.0} |");
+        // The same stream from a handler that persists 64 chunks per durable write.
+        let action_id = format!("act_bench_sse_batch_{}", std::process::id());
+        let started = Instant::now();
+        let live = sse_count(sse_submit(&http, &server, &action_id, chunks, 64).await).await;
+        let live_rate = live as f64 / started.elapsed().as_secs_f64();
+        assert_eq!(live, events);
+        println!("| SSE, handler persisting 64 chunks per write | {live_rate:.0} | | |");
 
         let mut socket = ws_connect(&server).await;
         let action_id = format!("act_bench_ws_{}", std::process::id());
@@ -160,13 +167,25 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// A `cap:demo:count` streaming action persisting one chunk per write.
 fn action(action_id: &str, n: u64, interval_ms: u64, correlation: &str) -> Value {
+    batched_action(action_id, n, interval_ms, 1, correlation)
+}
+
+/// A `cap:demo:count` streaming action persisting up to `batch` chunks per write.
+fn batched_action(
+    action_id: &str,
+    n: u64,
+    interval_ms: u64,
+    batch: u64,
+    correlation: &str,
+) -> Value {
     json!({
         "aip_version": "1.0", "message_type": "aip.core.v1.action",
         "message_id": format!("msg_{action_id}"), "sent_at": "2026-01-01T00:00:00Z",
         "correlation_id": correlation,
         "body": { "action": { "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming",
-                              "input": { "n": n, "interval_ms": interval_ms } } },
+                              "input": { "n": n, "interval_ms": interval_ms, "batch": batch } } },
     })
 }
 
@@ -186,12 +205,13 @@ async fn sse_submit(
     server: &AipServer,
     action_id: &str,
     n: u64,
+    batch: u64,
 ) -> reqwest::Response {
     http.post(format!("http://{}/aip/v1/actions", server.addr))
         .bearer_auth(&server.token)
         .header("content-type", "application/aip+json")
         .header("accept", "text/event-stream")
-        .body(action(action_id, n, 0, "sse").to_string())
+        .body(batched_action(action_id, n, 0, batch, "sse").to_string())
         .send()
         .await
         .unwrap()

@@ -61,11 +61,22 @@ fn sequences(events: &[SseEvent]) -> Vec<u64> {
 
 #[tokio::test]
 async fn a_thousand_chunk_stream_arrives_in_order_with_ids_then_done_and_the_result() {
+    thousand_chunk_stream(json!({ "n": 1000 })).await;
+}
+
+#[tokio::test]
+async fn a_thousand_chunk_stream_persisted_in_bursts_arrives_exactly_like_one_persisted_per_chunk()
+{
+    // 64 chunks per durable write: 1101 chunks in 18 writes, the last one carrying `done`.
+    thousand_chunk_stream(json!({ "n": 1000, "batch": 64 })).await;
+}
+
+async fn thousand_chunk_stream(input: Value) {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("data"), None, &[]);
     let admin = server.admin();
     let action_id = id("act_");
-    let mut reader = submit_streaming(&admin, &action_id, json!({ "n": 1000 })).await;
+    let mut reader = submit_streaming(&admin, &action_id, input).await;
     let events = reader.rest().await;
     assert_eq!(events[0].name, "ack");
     assert!(!events[0].id.is_empty());

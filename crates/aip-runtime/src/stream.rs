@@ -76,62 +76,88 @@ impl ChunkSink {
         kind: StreamChunkKind,
         data: Option<Value>,
     ) -> Result<Option<u64>, HandlerError> {
+        self.emit_batch(vec![(kind, data)]).await
+    }
+
+    /// Persists a burst of chunks, in order, with consecutive sequences and one durable write per
+    /// [`MAX_CHUNK_BATCH`] chunks; returns the last sequence. Nothing is readable before its write
+    /// commits, and a refused write persists none of its chunks. `done` may only come last.
+    pub async fn emit_batch(
+        &self,
+        chunks: Vec<(StreamChunkKind, Option<Value>)>,
+    ) -> Result<Option<u64>, HandlerError> {
         let Some(inner) = &self.inner else {
             return Ok(None);
         };
-        let mut state = inner.state.lock().await;
-        if state.done {
-            return Err(HandlerError::Failed {
-                code: "aip.stream.closed".into(),
-                message: "a chunk was emitted after `done`".into(),
-                retryable: false,
-            });
-        }
-        let sequence = state.last + 1;
-        let chunk = StreamChunk {
-            action_id: ActionId::new(inner.action_id.clone()),
-            sequence,
-            kind,
-            data,
-            part: None,
-        };
-        let value = serde_json::to_value(&chunk).map_err(|e| HandlerError::Failed {
-            code: "aip.stream.encode".into(),
-            message: e.to_string(),
+        let closed = || HandlerError::Failed {
+            code: "aip.stream.closed".into(),
+            message: "a chunk was emitted after `done`".into(),
             retryable: false,
-        })?;
-        let new = NewChunk {
-            action_id: inner.action_id.clone(),
-            sequence,
-            kind: kind.as_str().to_owned(),
-            data: value,
-            created_at_ms: now_ms(),
         };
-        match inner
-            .store
-            .append_chunk(new, inner.fence.as_ref(), now_ms())
-            .await
+        let mut state = inner.state.lock().await;
+        if state.done
+            || chunks
+                .iter()
+                .rev()
+                .skip(1)
+                .any(|(kind, _)| *kind == StreamChunkKind::Done)
         {
-            // Inserted, or a retained duplicate of a re-dispatched handler (tolerated, spec 11.6).
-            Ok(_) => {}
-            Err(StoreError::StaleLease) => {
-                return Err(HandlerError::Failed {
-                    code: "aip.stream.lease_lost".into(),
-                    message: "another worker owns this action now".into(),
-                    retryable: true,
-                });
-            }
-            Err(err) => {
-                return Err(HandlerError::Failed {
-                    code: "aip.stream.persist_failed".into(),
-                    message: err.to_string(),
-                    retryable: err.is_retryable(),
-                });
-            }
+            return Err(closed());
         }
-        state.last = sequence;
-        state.done = kind == StreamChunkKind::Done;
-        Ok(Some(sequence))
+        let mut chunks = chunks.into_iter().peekable();
+        while chunks.peek().is_some() {
+            let mut sequence = state.last;
+            let mut batch = Vec::new();
+            let mut done = false;
+            for (kind, data) in chunks.by_ref().take(MAX_CHUNK_BATCH) {
+                sequence += 1;
+                let chunk = StreamChunk {
+                    action_id: ActionId::new(inner.action_id.clone()),
+                    sequence,
+                    kind,
+                    data,
+                    part: None,
+                };
+                let value = serde_json::to_value(&chunk).map_err(|e| HandlerError::Failed {
+                    code: "aip.stream.encode".into(),
+                    message: e.to_string(),
+                    retryable: false,
+                })?;
+                done = kind == StreamChunkKind::Done;
+                batch.push(NewChunk {
+                    action_id: inner.action_id.clone(),
+                    sequence,
+                    kind: kind.as_str().to_owned(),
+                    data: value,
+                    created_at_ms: now_ms(),
+                });
+            }
+            match inner
+                .store
+                .append_chunks(batch, inner.fence.as_ref(), now_ms())
+                .await
+            {
+                // Inserted, or retained duplicates of a re-dispatched handler (tolerated, spec 11.6).
+                Ok(_) => {}
+                Err(StoreError::StaleLease) => {
+                    return Err(HandlerError::Failed {
+                        code: "aip.stream.lease_lost".into(),
+                        message: "another worker owns this action now".into(),
+                        retryable: true,
+                    });
+                }
+                Err(err) => {
+                    return Err(HandlerError::Failed {
+                        code: "aip.stream.persist_failed".into(),
+                        message: err.to_string(),
+                        retryable: err.is_retryable(),
+                    });
+                }
+            }
+            state.last = sequence;
+            state.done = done;
+        }
+        Ok(Some(state.last))
     }
 
     /// Emits a `data` chunk.
@@ -426,6 +452,9 @@ fn stream_scope<'a>(caller: &'a Caller, action_id: &'a str) -> [&'a str; 4] {
     ]
 }
 
+/// Most chunks [`ChunkSink::emit_batch`] persists in one write.
+pub const MAX_CHUNK_BATCH: usize = 256;
+
 /// Longest count `cap:demo:count` accepts.
 pub const MAX_COUNT: u64 = 100_000;
 /// Longest interval between two counted chunks.
@@ -434,8 +463,9 @@ pub const MAX_INTERVAL_MS: u64 = 60_000;
 /// Largest per-chunk padding of `cap:demo:count` (bytes; used to exercise slow consumers).
 pub const MAX_PAD: u64 = 16_384;
 
-/// `cap:demo:count`: streams `{"n": N, "interval_ms": I, "pad": P}` as N `data` chunks (`{"i": k}`,
-/// padded with P bytes) with a `progress` chunk every tenth, then `done`; cancellable between chunks.
+/// `cap:demo:count`: streams `{"n": N, "interval_ms": I, "pad": P, "batch": B}` as N `data` chunks
+/// (`{"i": k}`, padded with P bytes) with a `progress` chunk every tenth, then `done`; cancellable
+/// between chunks. With `batch` > 1 it persists up to B chunks per write (a bursty producer).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct CountHandler;
 
@@ -460,15 +490,23 @@ impl ActionHandler for CountHandler {
             .and_then(Value::as_u64)
             .unwrap_or(0);
         let pad = input.get("pad").and_then(Value::as_u64).unwrap_or(0);
-        if n > MAX_COUNT || interval > MAX_INTERVAL_MS || pad > MAX_PAD {
+        let batch = input.get("batch").and_then(Value::as_u64).unwrap_or(1);
+        let max_batch = MAX_CHUNK_BATCH as u64;
+        if n > MAX_COUNT
+            || interval > MAX_INTERVAL_MS
+            || pad > MAX_PAD
+            || !(1..=max_batch).contains(&batch)
+        {
             return Err(HandlerError::Failed {
                 code: "aip.demo.invalid_input".into(),
                 message: format!(
-                    "n ≤ {MAX_COUNT}, interval_ms ≤ {MAX_INTERVAL_MS}, pad ≤ {MAX_PAD}"
+                    "n ≤ {MAX_COUNT}, interval_ms ≤ {MAX_INTERVAL_MS}, pad ≤ {MAX_PAD}, 1 ≤ batch ≤ {MAX_CHUNK_BATCH}"
                 ),
                 retryable: false,
             });
         }
+        let batch = usize::try_from(batch).unwrap_or(1);
+        let mut pending = Vec::with_capacity(batch + 1);
         for i in 1..=n {
             if ctx.cancellation.is_cancelled() {
                 return Err(HandlerError::Cancelled);
@@ -484,14 +522,19 @@ impl ActionHandler for CountHandler {
             } else {
                 json!({ "i": i, "pad": "x".repeat(usize::try_from(pad).unwrap_or(0)) })
             };
-            ctx.chunks.data(chunk).await?;
+            pending.push((StreamChunkKind::Data, Some(chunk)));
             if i % 10 == 0 {
-                ctx.chunks
-                    .progress(json!({ "done": i, "total": n }))
-                    .await?;
+                pending.push((
+                    StreamChunkKind::Progress,
+                    Some(json!({ "done": i, "total": n })),
+                ));
+            }
+            if pending.len() >= batch {
+                ctx.chunks.emit_batch(std::mem::take(&mut pending)).await?;
             }
         }
-        ctx.chunks.emit(StreamChunkKind::Done, None).await?;
+        pending.push((StreamChunkKind::Done, None));
+        ctx.chunks.emit_batch(pending).await?;
         Ok(HandlerOutput {
             output: json!({ "count": n }),
         })
@@ -502,11 +545,12 @@ impl ActionHandler for CountHandler {
 pub fn count_capability() -> Value {
     json!({
         "id": "cap:demo:count", "name": "Count", "kind": "tool", "risk": "low", "stability": "stable",
-        "description": "Streams n data chunks (one every interval_ms), a progress chunk every tenth, then done; cancellable.",
+        "description": "Streams n data chunks (one every interval_ms), a progress chunk every tenth, then done; cancellable. batch: chunks persisted per durable write.",
         "input_schema": { "type": "object", "properties": {
             "n": { "type": "integer", "minimum": 0, "maximum": MAX_COUNT },
             "interval_ms": { "type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_MS },
-            "pad": { "type": "integer", "minimum": 0, "maximum": MAX_PAD } },
+            "pad": { "type": "integer", "minimum": 0, "maximum": MAX_PAD },
+            "batch": { "type": "integer", "minimum": 1, "maximum": MAX_CHUNK_BATCH } },
             "required": ["n"], "additionalProperties": false },
         "output_schema": { "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] },
         "contract": {

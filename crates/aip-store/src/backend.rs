@@ -390,6 +390,56 @@ macro_rules! sql_store_impl {
                 if held { Ok(()) } else { Err($crate::error::StoreError::StaleLease) }
             }
 
+            /// One chunk inside a write: a new sequence must exceed the action's last; a retained
+            /// duplicate is reported as such; other content under a used sequence is a conflict.
+            async fn tx_append_chunk(tx: &mut Conn, chunk: &$crate::model::NewChunk) -> $crate::error::StoreResult<$crate::model::ChunkAppend> {
+                use $crate::error::StoreError;
+                use $crate::model::ChunkAppend;
+                use sqlx::Row as _;
+                let seq = $crate::backend::to_i64(chunk.sequence, "chunk sequence too large")?;
+                let existing = sqlx::query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
+                    .bind(&chunk.action_id)
+                    .bind(seq)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if let Some(row) = existing {
+                    let kind: String = row.try_get("kind")?;
+                    let data = row.try_get::<sqlx::types::Json<serde_json::Value>, _>("data")?.0;
+                    return if kind == chunk.kind && $crate::backend::same_json(&data, &chunk.data) {
+                        Ok(ChunkAppend::Duplicate)
+                    } else {
+                        Err(StoreError::ChunkConflict { sequence: chunk.sequence })
+                    };
+                }
+                let max = sqlx::query("SELECT MAX(seq) AS last FROM aip_chunks WHERE action_id = $1")
+                    .bind(&chunk.action_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let last: Option<i64> = max.try_get("last")?;
+                if let Some(last) = last {
+                    if seq <= last {
+                        return Err(StoreError::ChunkOutOfOrder { sequence: chunk.sequence, last: $crate::backend::to_u64(last, "chunk sequence")? });
+                    }
+                }
+                let res = sqlx::query("INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms) VALUES ($1, $2, $3, $4, $5)")
+                    .bind(&chunk.action_id)
+                    .bind(seq)
+                    .bind(&chunk.kind)
+                    .bind(sqlx::types::Json(&chunk.data))
+                    .bind(chunk.created_at_ms)
+                    .execute(&mut *tx)
+                    .await;
+                match res {
+                    Ok(_) => Ok(ChunkAppend::Inserted),
+                    // A concurrent writer stored this sequence first; let the caller retry to learn
+                    // whether it was the same chunk.
+                    Err(err) if $crate::error::is_unique_violation(&err) => {
+                        Err(StoreError::Unavailable("concurrent chunk append".into()))
+                    }
+                    Err(err) => Err(err.into()),
+                }
+            }
+
             async fn tx_get_action(tx: &mut Conn, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
                 let row = sqlx::query(concat!(
                     "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
@@ -982,60 +1032,37 @@ macro_rules! sql_store_impl {
                 fence: Option<&$crate::model::Fence>,
                 now_ms: i64,
             ) -> $crate::error::StoreResult<$crate::model::ChunkAppend> {
+                let mut appended = self.append_chunks(vec![chunk], fence, now_ms).await?;
+                appended.pop().ok_or($crate::error::StoreError::NotFound { kind: "chunk" })
+            }
+
+            async fn append_chunks(
+                &self,
+                chunks: Vec<$crate::model::NewChunk>,
+                fence: Option<&$crate::model::Fence>,
+                now_ms: i64,
+            ) -> $crate::error::StoreResult<Vec<$crate::model::ChunkAppend>> {
                 use $crate::error::StoreError;
-                use $crate::model::ChunkAppend;
-                use sqlx::Row as _;
-                let seq = $crate::backend::to_i64(chunk.sequence, "chunk sequence too large")?;
+                if chunks.is_empty() {
+                    return Ok(Vec::new());
+                }
                 let fence = fence.cloned();
                 self.write(true, move |tx| Box::pin(async move {
                 if let Some(fence) = fence {
                     Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 }
-                if Self::tx_get_action(&mut *tx, &chunk.action_id).await?.is_none() {
-                    return Err(StoreError::NotFound { kind: "action" });
-                }
-                let existing = sqlx::query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
-                    .bind(&chunk.action_id)
-                    .bind(seq)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                if let Some(row) = existing {
-                    let kind: String = row.try_get("kind")?;
-                    let data = row.try_get::<sqlx::types::Json<serde_json::Value>, _>("data")?.0;
-                    return if kind == chunk.kind && $crate::backend::same_json(&data, &chunk.data) {
-                        Ok(ChunkAppend::Duplicate)
-                    } else {
-                        Err(StoreError::ChunkConflict { sequence: chunk.sequence })
-                    };
-                }
-                let max = sqlx::query("SELECT MAX(seq) AS last FROM aip_chunks WHERE action_id = $1")
-                    .bind(&chunk.action_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let last: Option<i64> = max.try_get("last")?;
-                if let Some(last) = last {
-                    if seq <= last {
-                        return Err(StoreError::ChunkOutOfOrder { sequence: chunk.sequence, last: $crate::backend::to_u64(last, "chunk sequence")? });
+                let mut appended = Vec::with_capacity(chunks.len());
+                let mut checked: Option<String> = None;
+                for chunk in &chunks {
+                    if checked.as_deref() != Some(chunk.action_id.as_str()) {
+                        if Self::tx_get_action(&mut *tx, &chunk.action_id).await?.is_none() {
+                            return Err(StoreError::NotFound { kind: "action" });
+                        }
+                        checked = Some(chunk.action_id.clone());
                     }
+                    appended.push(Self::tx_append_chunk(&mut *tx, chunk).await?);
                 }
-                let res = sqlx::query("INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms) VALUES ($1, $2, $3, $4, $5)")
-                    .bind(&chunk.action_id)
-                    .bind(seq)
-                    .bind(&chunk.kind)
-                    .bind(sqlx::types::Json(&chunk.data))
-                    .bind(chunk.created_at_ms)
-                    .execute(&mut *tx)
-                    .await;
-                match res {
-                    Ok(_) => {}
-                    // A concurrent writer stored this sequence first; let the caller retry to learn
-                    // whether it was the same chunk.
-                    Err(err) if $crate::error::is_unique_violation(&err) => {
-                        return Err(StoreError::Unavailable("concurrent chunk append".into()));
-                    }
-                    Err(err) => return Err(err.into()),
-                }
-                Ok(ChunkAppend::Inserted)
+                Ok(appended)
                 }))
                 .await
             }

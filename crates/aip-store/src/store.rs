@@ -149,6 +149,16 @@ pub trait Store: Send + Sync + 'static {
         now_ms: i64,
     ) -> StoreResult<ChunkAppend>;
 
+    /// Appends several chunks in one transaction, in order, each under the rules of
+    /// [`Store::append_chunk`]; all or nothing (one refused chunk writes none). Lets a handler that
+    /// produces a burst of chunks pay one durable commit for it.
+    async fn append_chunks(
+        &self,
+        chunks: Vec<NewChunk>,
+        fence: Option<&Fence>,
+        now_ms: i64,
+    ) -> StoreResult<Vec<ChunkAppend>>;
+
     /// An action's chunks after `after` (exclusive), in order.
     async fn list_chunks(
         &self,

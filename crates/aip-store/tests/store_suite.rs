@@ -55,6 +55,7 @@ suite!(
     event_lists_never_show_another_readers_events,
     a_waiter_wakes_when_an_event_is_committed,
     chunks_are_strictly_increasing_and_duplicates_are_tolerated,
+    a_chunk_batch_is_written_in_order_all_or_nothing_and_under_its_fence,
     sessions_follow_the_state_machine_with_compare_and_set,
     resume_tokens_are_single_use_stored_hashed_and_expire,
     concurrent_resumes_consume_a_token_once,
@@ -1210,16 +1211,88 @@ mod cases {
         }
     }
 
-    pub async fn chunks_are_strictly_increasing_and_duplicates_are_tolerated(h: &Harness) {
-        let s = &h.store;
-        admit_ok(s, admission("a1", None)).await;
-        let ch = |seq: u64, data: serde_json::Value| NewChunk {
-            action_id: "a1".into(),
+    /// A `data` chunk of `action_id` at `seq`.
+    fn data_chunk(action_id: &str, seq: u64, data: serde_json::Value) -> NewChunk {
+        NewChunk {
+            action_id: action_id.into(),
             sequence: seq,
             kind: "data".into(),
             data,
             created_at_ms: T0,
-        };
+        }
+    }
+
+    pub async fn a_chunk_batch_is_written_in_order_all_or_nothing_and_under_its_fence(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        let ch = |seq: u64, data: serde_json::Value| data_chunk("a1", seq, data);
+        let seqs = |v: Vec<ChunkRecord>| v.into_iter().map(|c| c.sequence).collect::<Vec<_>>();
+        assert_eq!(s.append_chunks(vec![], None, T0).await.unwrap(), []);
+        assert_eq!(
+            s.append_chunks(
+                vec![ch(1, json!(1)), ch(2, json!(2)), ch(3, json!(3))],
+                None,
+                T0
+            )
+            .await
+            .unwrap(),
+            [ChunkAppend::Inserted; 3]
+        );
+        // A re-dispatched handler re-sending a retained chunk, then a new one.
+        assert_eq!(
+            s.append_chunks(vec![ch(3, json!(3)), ch(4, json!(4))], None, T0)
+                .await
+                .unwrap(),
+            [ChunkAppend::Duplicate, ChunkAppend::Inserted]
+        );
+        // One refused chunk writes none of its batch.
+        assert!(matches!(
+            s.append_chunks(vec![ch(5, json!(5)), ch(2, json!("other"))], None, T0)
+                .await,
+            Err(StoreError::ChunkConflict { sequence: 2 })
+        ));
+        assert!(matches!(
+            s.append_chunks(vec![ch(6, json!(6)), ch(5, json!(5))], None, T0)
+                .await,
+            Err(StoreError::ChunkOutOfOrder {
+                sequence: 5,
+                last: 6
+            })
+        ));
+        assert_eq!(
+            seqs(s.list_chunks("a1", None, Limit::max()).await.unwrap()),
+            [1, 2, 3, 4]
+        );
+        // Fenced: a lease that is not held writes nothing.
+        admit_ok(s, admission("a2", None)).await;
+        s.enqueue(job("j2", Some("a2"), 3)).await.unwrap();
+        let lease = s
+            .claim_job("j2", &WorkerId::fresh(), T0, 1_000)
+            .await
+            .unwrap()
+            .unwrap();
+        let in_a2 = |seq: u64| data_chunk("a2", seq, json!(seq));
+        assert!(matches!(
+            s.append_chunks(vec![in_a2(1), in_a2(2)], Some(&lease.fence), T0 + 5_000)
+                .await,
+            Err(StoreError::StaleLease)
+        ));
+        assert_eq!(
+            s.append_chunks(vec![in_a2(1), in_a2(2)], Some(&lease.fence), T0 + 1)
+                .await
+                .unwrap(),
+            [ChunkAppend::Inserted; 2]
+        );
+        assert_eq!(
+            seqs(s.list_chunks("a2", None, Limit::max()).await.unwrap()),
+            [1, 2]
+        );
+    }
+
+    pub async fn chunks_are_strictly_increasing_and_duplicates_are_tolerated(h: &Harness) {
+        let s = &h.store;
+        admit_ok(s, admission("a1", None)).await;
+        let ch = |seq: u64, data: serde_json::Value| data_chunk("a1", seq, data);
         assert_eq!(
             s.append_chunk(ch(1, json!("one")), None, T0).await.unwrap(),
             ChunkAppend::Inserted
