@@ -44,9 +44,9 @@ fn main() {
     let load_before = common::load_average();
     let node = common::start_node(
         &dir,
-        &format!(
+        Some(&format!(
             "[nats]\nurl = \"{nats_url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"admin\"\n"
-        ),
+        )),
         database.as_deref(),
     );
 

@@ -43,7 +43,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
 
     let load_before = common::load_average();
-    let node = common::start_node(&dir, "", Some(&db_url));
+    let node = common::start_node(&dir, None, Some(&db_url));
     let http = common::http_client();
     let url = format!("http://{}/aip/v1/actions", node.addr);
     let token = node.token.clone();

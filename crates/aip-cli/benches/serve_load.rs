@@ -6,9 +6,11 @@
 //! binary served (to compare two builds under the same machine load).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::WARMUP;
+
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -20,7 +22,6 @@ use serde_json::{Value, json};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 const LEVELS: &str = "1,16,64";
-const WARMUP: usize = 200;
 
 struct Figures {
     rate: f64,
@@ -29,21 +30,10 @@ struct Figures {
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; test runners (`cargo test --all-targets`, nextest) do not, and
-    // must not run a load test: list no tests and exit.
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        if !args.iter().any(|a| a == "--list") {
-            println!(
-                "serve_load is a benchmark: run it with `cargo bench -p aip-cli --bench serve_load`"
-            );
-        }
+    if !common::benchmarking("serve_load") {
         return;
     }
-    let requests: usize = std::env::var("AIP_BENCH_REQUESTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let requests = common::requests(3000);
     let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
         .unwrap_or_else(|_| LEVELS.to_owned())
         .split(',')
@@ -61,7 +51,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
 
-    let mut server = AipServer::start(&dir.join("aip-data"));
+    let server = common::start_node(&dir.join("aip"), None, None);
     let baseline_addr = rt.block_on(start_baseline(&dir.join("baseline.sqlite")));
     let client = reqwest::Client::builder()
         .no_proxy()
@@ -97,7 +87,7 @@ fn main() {
             aip.rate / base.rate
         );
     }
-    server.stop();
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -231,48 +221,5 @@ async fn baseline(
             StatusCode::SERVICE_UNAVAILABLE,
             axum::Json(json!({ "error": "insert failed" })),
         ),
-    }
-}
-
-struct AipServer {
-    child: Child,
-    addr: String,
-    token: String,
-}
-
-impl AipServer {
-    fn start(data_dir: &std::path::Path) -> Self {
-        let bin =
-            std::env::var("AIP_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_aip").into());
-        let mut child = Command::new(bin)
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("aip serve exited before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        let token = std::fs::read_to_string(data_dir.join("admin.token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        Self { child, addr, token }
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }

@@ -9,8 +9,8 @@
 //!    WebSocket connections each following one stream, on a long-running action; RSS delta / count.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -23,14 +23,7 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 fn main() {
-    // `cargo bench` passes `--bench`; test runners do not, and must not run a load test.
-    let args: Vec<String> = std::env::args().collect();
-    if !args.iter().any(|a| a == "--bench") {
-        if !args.iter().any(|a| a == "--list") {
-            println!(
-                "stream_load is a benchmark: run it with `cargo bench -p aip-cli --bench stream_load`"
-            );
-        }
+    if !common::benchmarking("stream_load") {
         return;
     }
     let chunks: u64 = env_or("AIP_BENCH_CHUNKS", 5000);
@@ -42,7 +35,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("aip-stream-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let mut server = AipServer::start(&dir.join("aip-data"));
+    let server = common::start_node(&dir.join("aip"), None, None);
     rt.block_on(async {
         let http = reqwest::Client::builder().no_proxy().build().unwrap();
         let baseline = start_baseline(chunks).await;
@@ -156,7 +149,7 @@ fn main() {
         drop(sse);
         drop(sockets);
     });
-    server.stop();
+    drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -202,7 +195,7 @@ fn follow(action_id: &str) -> Value {
 
 async fn sse_submit(
     http: &reqwest::Client,
-    server: &AipServer,
+    server: &common::Node,
     action_id: &str,
     n: u64,
     batch: u64,
@@ -219,7 +212,7 @@ async fn sse_submit(
 
 async fn sse_follow(
     http: &reqwest::Client,
-    server: &AipServer,
+    server: &common::Node,
     action_id: &str,
 ) -> reqwest::Response {
     let response = http
@@ -257,7 +250,7 @@ async fn sse_count(mut response: reqwest::Response) -> u64 {
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-async fn ws_connect(server: &AipServer) -> Socket {
+async fn ws_connect(server: &common::Node) -> Socket {
     let mut request = format!("ws://{}/aip/v1/ws", server.addr)
         .into_client_request()
         .unwrap();
@@ -354,45 +347,4 @@ async fn settle_rss(pid: u32) -> u64 {
         last = now;
     }
     last
-}
-
-struct AipServer {
-    child: Child,
-    addr: String,
-    token: String,
-}
-
-impl AipServer {
-    fn start(data_dir: &std::path::Path) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_aip"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let addr = loop {
-            let line = lines
-                .next()
-                .expect("aip serve exited before listening")
-                .unwrap();
-            if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.trim().to_owned();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
-        let token = std::fs::read_to_string(data_dir.join("admin.token"))
-            .unwrap()
-            .trim()
-            .to_owned();
-        Self { child, addr, token }
-    }
-
-    fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

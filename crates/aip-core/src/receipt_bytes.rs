@@ -505,40 +505,48 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The value of a chain's `receipts` member into `slot`; a duplicate member (serde_json keeps the
+    /// last) or a non-array is left to the reference path.
+    fn receipts_member(&mut self, slot: &mut Option<Receipts<'a>>, depth: usize) -> Scan<()> {
+        if slot.is_some() {
+            return Err(Bail);
+        }
+        *slot = Some(if self.peek()? == b'[' {
+            self.receipts(depth + 1)?
+        } else {
+            self.outside_value(depth)?;
+            Err(Bail)
+        });
+        Ok(())
+    }
+
+    /// The value of a chain's `root_hash` member into `slot`; a duplicate member or an escaped string
+    /// is left to the reference path, a non-string is recorded as such.
+    fn root_hash_member(&mut self, slot: &mut Option<Root>, depth: usize) -> Scan<()> {
+        if slot.is_some() {
+            return Err(Bail);
+        }
+        *slot = Some(if self.peek()? == b'"' {
+            let r = self.string()?;
+            if r.level >= UNVETTED {
+                return Err(Bail);
+            }
+            Root::Str(r.start, r.end)
+        } else {
+            self.outside_value(depth)?;
+            Root::NotString
+        });
+        Ok(())
+    }
+
     /// A chain candidate object: `receipts` and `root_hash` are recorded; a duplicate of either
     /// (serde_json keeps the last) is left to the reference path.
     fn chain(&mut self, depth: usize) -> Scan<Chain<'a>> {
         let mut receipts: Option<Receipts<'a>> = None;
         let mut root: Option<Root> = None;
         self.outside_object(depth, |s, k, depth| match k {
-            b"receipts" => {
-                if receipts.is_some() {
-                    return Err(Bail);
-                }
-                receipts = Some(if s.peek()? == b'[' {
-                    s.receipts(depth + 1)?
-                } else {
-                    s.outside_value(depth)?;
-                    Err(Bail)
-                });
-                Ok(())
-            }
-            b"root_hash" => {
-                if root.is_some() {
-                    return Err(Bail);
-                }
-                root = Some(if s.peek()? == b'"' {
-                    let r = s.string()?;
-                    if r.level >= UNVETTED {
-                        return Err(Bail);
-                    }
-                    Root::Str(r.start, r.end)
-                } else {
-                    s.outside_value(depth)?;
-                    Root::NotString
-                });
-                Ok(())
-            }
+            b"receipts" => s.receipts_member(&mut receipts, depth),
+            b"root_hash" => s.root_hash_member(&mut root, depth),
             _ => s.outside_value(depth),
         })?;
         Ok(Chain {
@@ -763,34 +771,8 @@ impl<'a> Scanner<'a> {
         // Some(None): `receipt_chain` present but not an object.
         let mut nested: Option<Option<Chain>> = None;
         self.outside_object(1, |s, k, depth| match k {
-            b"receipts" => {
-                if top_receipts.is_some() {
-                    return Err(Bail);
-                }
-                top_receipts = Some(if s.peek()? == b'[' {
-                    s.receipts(depth + 1)?
-                } else {
-                    s.outside_value(depth)?;
-                    Err(Bail)
-                });
-                Ok(())
-            }
-            b"root_hash" => {
-                if top_root.is_some() {
-                    return Err(Bail);
-                }
-                top_root = Some(if s.peek()? == b'"' {
-                    let r = s.string()?;
-                    if r.level >= UNVETTED {
-                        return Err(Bail);
-                    }
-                    Root::Str(r.start, r.end)
-                } else {
-                    s.outside_value(depth)?;
-                    Root::NotString
-                });
-                Ok(())
-            }
+            b"receipts" => s.receipts_member(&mut top_receipts, depth),
+            b"root_hash" => s.root_hash_member(&mut top_root, depth),
             b"body" => {
                 if body_seen {
                     return Err(Bail);

@@ -41,6 +41,19 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// The owner of a stored object as a caller: tenant and id only, no scopes (used for event
+    /// audiences and records written on the owner's behalf).
+    pub(crate) fn owner(tenant: &str, principal: &str) -> Self {
+        Caller {
+            id: principal.to_owned(),
+            kind: String::new(),
+            tenant: tenant.to_owned(),
+            scopes: Vec::new(),
+            issuer: String::new(),
+            external_account: None,
+        }
+    }
+
     /// Whether the caller may invoke `capability_id`.
     pub fn may_invoke(&self, capability_id: &str) -> bool {
         self.scopes.iter().any(|scope| {

@@ -779,6 +779,22 @@ impl Runtime {
         }
     }
 
+    /// Appends an audit record of `caller`'s request. Best effort: the request it records has
+    /// already been committed, and a lost audit line must not fail it.
+    pub(crate) async fn record_audit(&self, caller: &Caller, label: &str, now: i64, data: Value) {
+        let _ = self
+            .store
+            .append_audit(aip_store::NewAudit {
+                audit_id: aip_core::generate_with_prefix("aud_"),
+                tenant: caller.tenant.clone(),
+                actor: caller.id.clone(),
+                action_label: label.into(),
+                occurred_at_ms: now,
+                data,
+            })
+            .await;
+    }
+
     fn lock_running(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
         // A poisoned lock only means another task panicked mid-insert; the map itself stays usable.
         self.running
@@ -842,17 +858,13 @@ impl Runtime {
                 }
                 Err(err) => return Err(err.into()),
             }
-            let _ = self
-                .store
-                .append_audit(aip_store::NewAudit {
-                    audit_id: aip_core::generate_with_prefix("aud_"),
-                    tenant: caller.tenant.clone(),
-                    actor: caller.id.clone(),
-                    action_label: "action.cancel_requested".into(),
-                    occurred_at_ms: now,
-                    data: json!({ "action_id": record.action_id }),
-                })
-                .await;
+            self.record_audit(
+                caller,
+                "action.cancel_requested",
+                now,
+                json!({ "action_id": record.action_id }),
+            )
+            .await;
         }
         if let Some(token) = self.lock_running().get(action_id) {
             token.cancel();
@@ -1323,14 +1335,7 @@ fn record_started(record: &ActionRecord) -> bool {
 
 /// The owner of a stored action as a caller (tenant and id only; used for event audiences).
 pub(crate) fn owner_of(record: &ActionRecord) -> Caller {
-    Caller {
-        id: record.principal.clone(),
-        kind: String::new(),
-        tenant: record.tenant.clone(),
-        scopes: Vec::new(),
-        issuer: String::new(),
-        external_account: None,
-    }
+    Caller::owner(&record.tenant, &record.principal)
 }
 
 /// The reservation scope of an idempotency key (spec 9.5). Every scope stays inside the tenant (22.6);

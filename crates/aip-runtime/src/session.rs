@@ -111,14 +111,7 @@ impl Runtime {
             cursor = Some(page.next_cursor);
         }
         let now = now_ms();
-        let owner = Caller {
-            id: session.principal.clone(),
-            kind: String::new(),
-            tenant: session.tenant.clone(),
-            scopes: Vec::new(),
-            issuer: String::new(),
-            external_account: None,
-        };
+        let owner = Caller::owner(&session.tenant, &session.principal);
         let event = self.session_record_event(
             "aip.session.cancel_requested",
             &owner,
@@ -127,17 +120,13 @@ impl Runtime {
             now,
         );
         self.store.append_events(vec![event]).await?;
-        let _ = self
-            .store
-            .append_audit(aip_store::NewAudit {
-                audit_id: aip_core::generate_with_prefix("aud_"),
-                tenant: caller.tenant.clone(),
-                actor: caller.id.clone(),
-                action_label: "session.cancel_requested".into(),
-                occurred_at_ms: now,
-                data: json!({ "session_id": session.session_id, "requested": requested.len() }),
-            })
-            .await;
+        self.record_audit(
+            caller,
+            "session.cancel_requested",
+            now,
+            json!({ "session_id": session.session_id, "requested": requested.len() }),
+        )
+        .await;
         Ok(SessionCancellation {
             session_id: SessionId::new(session.session_id),
             requested,
@@ -338,14 +327,7 @@ impl Runtime {
     ) -> Result<SessionView, RuntimeError> {
         let session = self.visible_session(caller, session_id).await?;
         let now = now_ms();
-        let owner = Caller {
-            id: session.principal.clone(),
-            kind: String::new(),
-            tenant: session.tenant.clone(),
-            scopes: Vec::new(),
-            issuer: String::new(),
-            external_account: None,
-        };
+        let owner = Caller::owner(&session.tenant, &session.principal);
         let mut current = session;
         if matches!(
             current.state,
@@ -381,17 +363,13 @@ impl Runtime {
                 current.state.as_str()
             )));
         }
-        let _ = self
-            .store
-            .append_audit(aip_store::NewAudit {
-                audit_id: aip_core::generate_with_prefix("aud_"),
-                tenant: caller.tenant.clone(),
-                actor: caller.id.clone(),
-                action_label: "session.closed".into(),
-                occurred_at_ms: now,
-                data: json!({ "session_id": session_id }),
-            })
-            .await;
+        self.record_audit(
+            caller,
+            "session.closed",
+            now,
+            json!({ "session_id": session_id }),
+        )
+        .await;
         self.session_view_for(caller, &current).await
     }
 

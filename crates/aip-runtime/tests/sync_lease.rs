@@ -3,13 +3,15 @@
 //! lapsed, settling an interrupted mutation as an uncertain outcome instead of running it again.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aip_runtime::handler::{HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
-use aip_runtime::{ActionHandler, Caller, Endpoint, Registry, Runtime, RuntimeConfig};
+use aip_runtime::{ActionHandler, Caller, Endpoint, Registry, Runtime};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -61,41 +63,19 @@ fn node(store: &Arc<dyn aip_store::Store>, handler: &Arc<SlowWrite>) -> Arc<Runt
     .unwrap();
     let handler: Arc<dyn ActionHandler> = handler.clone();
     let registry = Registry::admit(vec![(capability, handler)]).unwrap();
-    let config = RuntimeConfig {
-        agent: aip_runtime::registry::agent_principal("agent:t", "t"),
-        default_timeout_ms: 60_000,
-        max_timeout_ms: 3_600_000,
-        max_list_limit: 1000,
-        default_list_limit: 100,
-        max_wait_ms: 30_000,
-        async_workers: 2,
-        lease_ms: LEASE_MS,
-        signatures: aip_runtime::SignaturePolicy::default(),
-        decode_limits: aip_core::Limits::default(),
-        manifest_limits: json!({}),
-    };
+    let config = support::runtime_config(2, LEASE_MS);
     Runtime::new(Arc::clone(store), registry, config)
 }
 
 fn admin() -> Caller {
-    Caller {
-        id: "admin".into(),
-        kind: "human".into(),
-        tenant: "t".into(),
-        scopes: vec!["*".into()],
-        issuer: "bearer".into(),
-        external_account: None,
-    }
+    support::caller("admin", "t", &["*"])
 }
 
 fn sync_action(action_id: &str, ms: u64) -> Vec<u8> {
-    json!({
-        "aip_version": "1.0",
-        "message_type": "aip.core.v1.action",
-        "message_id": format!("msg_{action_id}"),
-        "sent_at": "2026-01-01T00:00:00Z",
-        "body": { "action": { "id": action_id, "capability_id": CAP, "mode": "sync", "input": { "ms": ms } } }
-    })
+    support::envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": action_id, "capability_id": CAP, "mode": "sync", "input": { "ms": ms } } }),
+    )
     .to_string()
     .into_bytes()
 }

@@ -132,6 +132,14 @@ fn read_response<T: Serialize>(result: Result<T, RuntimeError>) -> Response {
     }
 }
 
+/// 202 with what the runtime requested (cancellations complete later), or its typed error.
+fn accepted<T: Serialize>(result: Result<T, RuntimeError>) -> Response {
+    match result {
+        Ok(value) => (StatusCode::ACCEPTED, axum::Json(value)).into_response(),
+        Err(err) => runtime_error(&err),
+    }
+}
+
 fn runtime_error(err: &RuntimeError) -> Response {
     let status =
         StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -358,17 +366,15 @@ async fn cancel(
     Path(action_id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let reason = match optional_json::<CancelBody>(&body) {
-        Ok(b) => b.and_then(|b| b.reason),
+    let reason = match optional_reason(&body) {
+        Ok(reason) => reason,
         Err(err) => return err.into_response(),
     };
-    match runtime(&state)
-        .cancel(&caller, &action_id, reason.as_deref())
-        .await
-    {
-        Ok(status) => (StatusCode::ACCEPTED, axum::Json(status)).into_response(),
-        Err(err) => runtime_error(&err),
-    }
+    accepted(
+        runtime(&state)
+            .cancel(&caller, &action_id, reason.as_deref())
+            .await,
+    )
 }
 
 async fn receipt_chain(
@@ -444,8 +450,8 @@ async fn close_session(
     Path(session_id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let reason = match optional_json::<CancelBody>(&body) {
-        Ok(b) => b.and_then(|b| b.reason),
+    let reason = match optional_reason(&body) {
+        Ok(reason) => reason,
         Err(err) => return err.into_response(),
     };
     read_response(
@@ -463,17 +469,15 @@ async fn cancel_session(
     Path(session_id): Path<String>,
     body: Bytes,
 ) -> Response {
-    let reason = match optional_json::<CancelBody>(&body) {
-        Ok(b) => b.and_then(|b| b.reason),
+    let reason = match optional_reason(&body) {
+        Ok(reason) => reason,
         Err(err) => return err.into_response(),
     };
-    match runtime(&state)
-        .cancel_session(&caller, &session_id, reason.as_deref())
-        .await
-    {
-        Ok(outcome) => (StatusCode::ACCEPTED, axum::Json(outcome)).into_response(),
-        Err(err) => runtime_error(&err),
-    }
+    accepted(
+        runtime(&state)
+            .cancel_session(&caller, &session_id, reason.as_deref())
+            .await,
+    )
 }
 
 /// Body of `POST /aip/v1/sessions/{id}/resume`: the token travels in the body, never in the URL (10.5).
@@ -510,6 +514,11 @@ async fn resume_session(
             )
             .await,
     )
+}
+
+/// The optional `{"reason": …}` body of the cancel and close routes.
+fn optional_reason(body: &Bytes) -> Result<Option<String>, ApiError> {
+    Ok(optional_json::<CancelBody>(body)?.and_then(|b| b.reason))
 }
 
 fn optional_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<Option<T>, ApiError> {

@@ -78,6 +78,37 @@ pub(crate) fn values_list(rows: usize, cols: usize) -> String {
     sql
 }
 
+/// Binds the nine `aip_events` insert columns of each event, in row order (both backends' multi-row
+/// event insert).
+macro_rules! bind_event_rows {
+    ($query:expr, $events:expr) => {{
+        let mut q = $query;
+        for e in $events {
+            q = q
+                .bind(&e.event_id)
+                .bind(&e.kind)
+                .bind(&e.tenant)
+                .bind(e.principal.as_deref())
+                .bind(e.session_id.as_deref())
+                .bind(e.action_id.as_deref())
+                .bind(e.correlation_id.as_deref())
+                .bind(e.occurred_at_ms)
+                .bind(sqlx::types::Json(&e.data));
+        }
+        q
+    }};
+}
+pub(crate) use bind_event_rows;
+
+/// A failed event insert: a reused event id is a duplicate, anything else a storage error.
+pub(crate) fn event_insert_error(err: sqlx::Error) -> crate::error::StoreError {
+    if crate::error::is_unique_violation(&err) {
+        crate::error::StoreError::Duplicate { kind: "event" }
+    } else {
+        err.into()
+    }
+}
+
 macro_rules! sql_store_impl {
     ($Store:ident, $Db:ty, $backend:expr, lock = $lock:literal, claim_lock = $claim_lock:literal) => {
         type Conn = <$Db as sqlx::Database>::Connection;

@@ -10,10 +10,11 @@ use std::time::Duration;
 use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
-use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64, values_list};
+use crate::backend::{
+    BoxFuture, MAX_ROWS, bind_event_rows, event_insert_error, sql_store_impl, to_u64, values_list,
+};
 use crate::cursor::CursorKey;
 use crate::error::StoreResult;
-use crate::error::{StoreError, is_unique_violation};
 use crate::migrate;
 use crate::model::Backend;
 use crate::model::NewEvent;
@@ -107,26 +108,10 @@ impl PostgresStore {
                 "INSERT INTO aip_events (event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES {} RETURNING seq",
                 values_list(chunk.len(), 9)
             );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in chunk {
-                q = q
-                    .bind(&e.event_id)
-                    .bind(&e.kind)
-                    .bind(&e.tenant)
-                    .bind(e.principal.as_deref())
-                    .bind(e.session_id.as_deref())
-                    .bind(e.action_id.as_deref())
-                    .bind(e.correlation_id.as_deref())
-                    .bind(e.occurred_at_ms)
-                    .bind(sqlx::types::Json(&e.data));
-            }
-            let rows = match q.fetch_all(&mut *tx).await {
-                Ok(rows) => rows,
-                Err(err) if is_unique_violation(&err) => {
-                    return Err(StoreError::Duplicate { kind: "event" });
-                }
-                Err(err) => return Err(err.into()),
-            };
+            let rows = bind_event_rows!(sqlx::query(sqlx::AssertSqlSafe(sql)), chunk)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(event_insert_error)?;
             // Sequences come from one nextval per row, in row order.
             let mut chunk_seqs = rows
                 .iter()

@@ -18,10 +18,12 @@ use sqlx::sqlite::{
 };
 use sqlx::{Sqlite, SqliteConnection};
 
-use crate::backend::{BoxFuture, MAX_ROWS, sql_store_impl, to_u64};
+use crate::backend::{
+    BoxFuture, MAX_ROWS, bind_event_rows, event_insert_error, sql_store_impl, to_u64,
+};
 use crate::cursor::CursorKey;
+use crate::error::StoreError;
 use crate::error::StoreResult;
-use crate::error::{StoreError, is_unique_violation};
 use crate::migrate;
 use crate::model::Backend;
 use crate::model::NewEvent;
@@ -170,26 +172,10 @@ impl SqliteStore {
                 );
             }
             sql.push_str(" RETURNING seq, pos, event_id");
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in chunk {
-                q = q
-                    .bind(&e.event_id)
-                    .bind(&e.kind)
-                    .bind(&e.tenant)
-                    .bind(e.principal.as_deref())
-                    .bind(e.session_id.as_deref())
-                    .bind(e.action_id.as_deref())
-                    .bind(e.correlation_id.as_deref())
-                    .bind(e.occurred_at_ms)
-                    .bind(sqlx::types::Json(&e.data));
-            }
-            let rows = match q.fetch_all(&mut *tx).await {
-                Ok(rows) => rows,
-                Err(err) if is_unique_violation(&err) => {
-                    return Err(StoreError::Duplicate { kind: "event" });
-                }
-                Err(err) => return Err(err.into()),
-            };
+            let rows = bind_event_rows!(sqlx::query(sqlx::AssertSqlSafe(sql)), chunk)
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(event_insert_error)?;
             // RETURNING promises no row order: match the rows to the events by id.
             let mut by_id = std::collections::HashMap::with_capacity(rows.len());
             for row in &rows {

@@ -48,17 +48,20 @@ impl Drop for Node {
     }
 }
 
-/// Starts `aip serve` on a free port with `config` (TOML text) and an optional `--database`.
-pub fn start_node(dir: &Path, config: &str, database: Option<&str>) -> Node {
+/// Starts `aip serve` on a free port with `config` (TOML text, if any) and an optional `--database`.
+/// `AIP_BENCH_BIN` names another `aip` binary to serve (to compare two builds under the same load).
+pub fn start_node(dir: &Path, config: Option<&str>, database: Option<&str>) -> Node {
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let file = dir.join("aip.toml");
-    std::fs::write(&file, config).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aip"));
-    cmd.args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&file)
-        .arg("--data-dir")
+    let bin = std::env::var("AIP_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_aip").into());
+    let mut cmd = Command::new(bin);
+    cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(&data);
+    if let Some(config) = config {
+        let file = dir.join("aip.toml");
+        std::fs::write(&file, config).unwrap();
+        cmd.arg("--config").arg(&file);
+    }
     if let Some(db) = database {
         cmd.args(["--database", db]);
     }

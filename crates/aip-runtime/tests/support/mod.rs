@@ -101,24 +101,7 @@ impl Harness {
             scoped_echo("cap:t:scope:capability:b", "capability"),
             Arc::new(aip_runtime::demo::EchoHandler),
         ));
-        let config = RuntimeConfig {
-            agent: agent_principal("agent:test", "test"),
-            default_timeout_ms: 60_000,
-            max_timeout_ms: 600_000,
-            max_list_limit: 1000,
-            default_list_limit: 100,
-            max_wait_ms: 30_000,
-            async_workers: 4,
-            lease_ms: 30_000,
-            signatures: SignaturePolicy {
-                require_signed: false,
-                max_skew_ms: 300_000,
-                replay_window_ms: 600_000,
-                trusted_signers: HashMap::new(),
-            },
-            decode_limits: aip_core::Limits::default(),
-            manifest_limits: json!({}),
-        };
+        let config = runtime_config(4, 30_000);
         let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
         runtime.start().await.unwrap();
         Self {
@@ -198,6 +181,28 @@ impl Harness {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("{action_id} never reached {state}");
+    }
+}
+
+/// The runtime configuration of the tests: permissive limits, unsigned envelopes accepted.
+pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
+    RuntimeConfig {
+        agent: agent_principal("agent:test", "test"),
+        default_timeout_ms: 60_000,
+        max_timeout_ms: 600_000,
+        max_list_limit: 1000,
+        default_list_limit: 100,
+        max_wait_ms: 30_000,
+        async_workers,
+        lease_ms,
+        signatures: SignaturePolicy {
+            require_signed: false,
+            max_skew_ms: 300_000,
+            replay_window_ms: 600_000,
+            trusted_signers: HashMap::new(),
+        },
+        decode_limits: aip_core::Limits::default(),
+        manifest_limits: json!({}),
     }
 }
 
