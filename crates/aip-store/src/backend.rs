@@ -1,7 +1,8 @@
 //! The one implementation of [`crate::Store`] shared by both backends.
 //!
 //! SQLite and PostgreSQL accept the same SQL here (`$N` parameters, `ON CONFLICT`, `RETURNING`), so
-//! the behaviour is written once and expanded for each concrete sqlx database type. What differs is
+//! the behaviour is written once, against `db::Stmt` and `db::Row`, and expanded for each backend
+//! (its store type and its inherent `write` and `tx_append_events`). What differs is
 //! passed in: the row-lock suffix of reads that precede a write and the claim statement's lock clause.
 //! Every write runs as a closure on a connection inside a transaction through the backend's inherent
 //! `write(notify, f)`: PostgreSQL runs one transaction per write; SQLite group-commits concurrent
@@ -93,7 +94,7 @@ macro_rules! bind_event_rows {
                 .bind(e.action_id.as_deref())
                 .bind(e.correlation_id.as_deref())
                 .bind(e.occurred_at_ms)
-                .bind(sqlx::types::Json(&e.data));
+                .bind($crate::db::Json(&e.data));
         }
         q
     }};
@@ -101,8 +102,8 @@ macro_rules! bind_event_rows {
 pub(crate) use bind_event_rows;
 
 /// A failed event insert: a reused event id is a duplicate, anything else a storage error.
-pub(crate) fn event_insert_error(err: sqlx::Error) -> crate::error::StoreError {
-    if crate::error::is_unique_violation(&err) {
+pub(crate) fn event_insert_error(err: crate::db::DbError) -> crate::error::StoreError {
+    if err.is_unique_violation() {
         crate::error::StoreError::Duplicate { kind: "event" }
     } else {
         err.into()
@@ -110,18 +111,14 @@ pub(crate) fn event_insert_error(err: sqlx::Error) -> crate::error::StoreError {
 }
 
 macro_rules! sql_store_impl {
-    ($Store:ident, $Db:ty, $backend:expr, lock = $lock:literal, claim_lock = $claim_lock:literal) => {
-        type Conn = <$Db as sqlx::Database>::Connection;
-        type DbRow = <$Db as sqlx::Database>::Row;
+    ($Store:ident, $backend:expr, lock = $lock:literal, claim_lock = $claim_lock:literal) => {
+        type DbRow = $crate::db::Row;
 
         mod rows {
             use super::DbRow;
             use crate::backend::{to_u64};
             use crate::error::{StoreError, StoreResult};
             use crate::model::*;
-            use serde_json::Value;
-            use sqlx::Row as _;
-            use sqlx::types::Json;
 
             pub(super) fn action(r: &DbRow) -> StoreResult<ActionRecord> {
                 let state: String = r.try_get("state")?;
@@ -141,8 +138,8 @@ macro_rules! sql_store_impl {
                     created_at_ms: r.try_get("created_at_ms")?,
                     updated_at_ms: r.try_get("updated_at_ms")?,
                     version: r.try_get("version")?,
-                    request: r.try_get::<Json<Value>, _>("request")?.0,
-                    result: r.try_get::<Option<Json<Value>>, _>("result")?.map(|j| j.0),
+                    request: r.json("request")?,
+                    result: r.opt_json("result")?,
                 })
             }
 
@@ -169,7 +166,7 @@ macro_rules! sql_store_impl {
                     action_id: r.try_get("action_id")?,
                     correlation_id: r.try_get("correlation_id")?,
                     occurred_at_ms: r.try_get("occurred_at_ms")?,
-                    data: r.try_get::<Json<Value>, _>("data")?.0,
+                    data: r.json("data")?,
                 })
             }
 
@@ -178,7 +175,7 @@ macro_rules! sql_store_impl {
                     action_id: r.try_get("action_id")?,
                     sequence: to_u64(r.try_get("seq")?, "chunk sequence")?,
                     kind: r.try_get("kind")?,
-                    data: r.try_get::<Json<Value>, _>("data")?.0,
+                    data: r.json("data")?,
                     created_at_ms: r.try_get("created_at_ms")?,
                 })
             }
@@ -194,7 +191,7 @@ macro_rules! sql_store_impl {
                     created_at_ms: r.try_get("created_at_ms")?,
                     updated_at_ms: r.try_get("updated_at_ms")?,
                     expires_at_ms: r.try_get("expires_at_ms")?,
-                    data: r.try_get::<Json<Value>, _>("data")?.0,
+                    data: r.json("data")?,
                 })
             }
 
@@ -210,7 +207,7 @@ macro_rules! sql_store_impl {
                     hash: r.try_get("hash")?,
                     previous_hash: r.try_get("previous_hash")?,
                     created_at_ms: r.try_get("created_at_ms")?,
-                    body: r.try_get::<Json<Value>, _>("body")?.0,
+                    body: r.json("body")?,
                 })
             }
 
@@ -222,7 +219,7 @@ macro_rules! sql_store_impl {
                     actor: r.try_get("actor")?,
                     action_label: r.try_get("action_label")?,
                     occurred_at_ms: r.try_get("occurred_at_ms")?,
-                    data: r.try_get::<Json<Value>, _>("data")?.0,
+                    data: r.json("data")?,
                 })
             }
 
@@ -232,7 +229,7 @@ macro_rules! sql_store_impl {
                     record_id: r.try_get("record_id")?,
                     tenant: r.try_get("tenant")?,
                     created_at_ms: r.try_get("created_at_ms")?,
-                    body: r.try_get::<Json<Value>, _>("body")?.0,
+                    body: r.json("body")?,
                 })
             }
 
@@ -248,7 +245,7 @@ macro_rules! sql_store_impl {
                     action_id: r.try_get("action_id")?,
                     attempt: u32::try_from(attempts).map_err(|_| StoreError::Corrupt("attempt count".into()))?,
                     expires_at_ms: r.try_get("lease_expires_at_ms")?,
-                    payload: r.try_get::<Json<Value>, _>("payload")?.0,
+                    payload: r.json("payload")?,
                 })
             }
         }
@@ -256,18 +253,17 @@ macro_rules! sql_store_impl {
         /// Statements shared by several operations, run inside a caller's transaction.
         impl $Store {
             /// Applies pending migrations of `set` inside `tx` after checking the applied ones.
-            async fn tx_migrate(tx: &mut Conn, set: &[$crate::migrate::Migration]) -> $crate::error::StoreResult<()> {
-                use sqlx::Row as _;
-                sqlx::query($crate::migrate::CREATE_TABLE).execute(&mut *tx).await?;
-                let applied: Vec<(i64, String)> = sqlx::query("SELECT version, checksum FROM aip_migrations ORDER BY version")
+            async fn tx_migrate(tx: &mut dyn $crate::db::Tx, set: &[$crate::migrate::Migration]) -> $crate::error::StoreResult<()> {
+                $crate::db::query($crate::migrate::CREATE_TABLE).execute(&mut *tx).await?;
+                let applied: Vec<(i64, String)> = $crate::db::query("SELECT version, checksum FROM aip_migrations ORDER BY version")
                     .fetch_all(&mut *tx)
                     .await?
                     .iter()
                     .map(|r| Ok((r.try_get("version")?, r.try_get("checksum")?)))
-                    .collect::<Result<_, sqlx::Error>>()?;
+                    .collect::<$crate::error::StoreResult<_>>()?;
                 for m in $crate::migrate::pending(&applied, set)? {
-                    sqlx::raw_sql(m.sql).execute(&mut *tx).await?;
-                    sqlx::query("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES ($1, $2, $3, $4)")
+                    tx.batch(m.sql).await?;
+                    $crate::db::query("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES ($1, $2, $3, $4)")
                         .bind(m.version)
                         .bind(m.name)
                         .bind(m.checksum())
@@ -279,13 +275,12 @@ macro_rules! sql_store_impl {
             }
 
             /// Loads the store's cursor key, creating it on first start (shared by every node).
-            async fn tx_cursor_key(tx: &mut Conn) -> $crate::error::StoreResult<$crate::cursor::CursorKey> {
-                use sqlx::Row as _;
-                sqlx::query("INSERT INTO aip_meta (name, value) VALUES ('cursor_key', $1) ON CONFLICT (name) DO NOTHING")
+            async fn tx_cursor_key(tx: &mut dyn $crate::db::Tx) -> $crate::error::StoreResult<$crate::cursor::CursorKey> {
+                $crate::db::query("INSERT INTO aip_meta (name, value) VALUES ('cursor_key', $1) ON CONFLICT (name) DO NOTHING")
                     .bind($crate::cursor::CursorKey::random_hex()?)
                     .execute(&mut *tx)
                     .await?;
-                let hex: String = sqlx::query("SELECT value FROM aip_meta WHERE name = 'cursor_key'")
+                let hex: String = $crate::db::query("SELECT value FROM aip_meta WHERE name = 'cursor_key'")
                     .fetch_one(&mut *tx)
                     .await?
                     .try_get("value")?;
@@ -296,8 +291,7 @@ macro_rules! sql_store_impl {
             /// of one chain costs one read of the chain's head (none for a new chain, whose receipts
             /// start at position 0, which the insert finds taken if the chain exists) and one
             /// multi-row insert; only a collision costs more (to tell a duplicate from a fork).
-            async fn tx_append_receipts(tx: &mut Conn, receipts: &[$crate::model::NewReceipt]) -> $crate::error::StoreResult<Vec<i64>> {
-                use sqlx::Row as _;
+            async fn tx_append_receipts(tx: &mut dyn $crate::db::Tx, receipts: &[$crate::model::NewReceipt]) -> $crate::error::StoreResult<Vec<i64>> {
                 use $crate::error::StoreError;
                 let mut positions = Vec::with_capacity(receipts.len());
                 let mut rest = receipts;
@@ -309,12 +303,12 @@ macro_rules! sql_store_impl {
                     let start: i64 = match first.previous_hash.as_deref() {
                         None => 0,
                         Some(prev) => {
-                            let last = sqlx::query("SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1")
+                            let last = $crate::db::query("SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1")
                                 .bind(&first.chain_id)
                                 .fetch_optional(&mut *tx)
                                 .await?;
                             match last {
-                                Some(row) if row.try_get::<String, _>("hash")? == prev => row.try_get::<i64, _>("position")? + 1,
+                                Some(row) if row.try_get::<String>("hash")? == prev => row.try_get::<i64>("position")? + 1,
                                 _ => return Err(conflict()),
                             }
                         }
@@ -327,7 +321,7 @@ macro_rules! sql_store_impl {
                          VALUES {} ON CONFLICT DO NOTHING RETURNING receipt_id",
                         $crate::backend::values_list(chunk.len(), 11)
                     );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+                    let mut q = $crate::db::query(sql);
                     for (r, position) in chunk.iter().zip(start..) {
                         q = q
                             .bind(&r.receipt_id)
@@ -340,7 +334,7 @@ macro_rules! sql_store_impl {
                             .bind(&r.hash)
                             .bind(r.previous_hash.as_deref())
                             .bind(r.created_at_ms)
-                            .bind(sqlx::types::Json(&r.body));
+                            .bind($crate::db::Json(&r.body));
                         positions.push(position);
                     }
                     let inserted = q.fetch_all(&mut *tx).await?;
@@ -349,10 +343,10 @@ macro_rules! sql_store_impl {
                         // another writer took first: a fork.
                         let got = inserted
                             .iter()
-                            .map(|row| row.try_get::<String, _>("receipt_id"))
+                            .map(|row| row.try_get::<String>("receipt_id"))
                             .collect::<Result<std::collections::HashSet<_>, _>>()?;
                         for r in chunk.iter().filter(|r| !got.contains(&r.receipt_id)) {
-                            let exists = sqlx::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
+                            let exists = $crate::db::query("SELECT 1 AS one FROM aip_receipts WHERE receipt_id = $1")
                                 .bind(&r.receipt_id)
                                 .fetch_optional(&mut *tx)
                                 .await?;
@@ -369,11 +363,11 @@ macro_rules! sql_store_impl {
             /// Inserts a job: ready, or (with `lease`: worker and expiry) already leased to its first
             /// worker, as a first claim would leave it (attempt 1, fencing token 1).
             async fn tx_insert_job(
-                tx: &mut Conn,
+                tx: &mut dyn $crate::db::Tx,
                 job: &$crate::model::NewJob,
                 lease: Option<(&$crate::model::WorkerId, i64)>,
             ) -> $crate::error::StoreResult<()> {
-                let res = sqlx::query(
+                let res = $crate::db::query(
                     "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, fence, \
                      lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms, payload) \
                      VALUES ($1, $2, $3, $4, $8, $5, $9, $6, $9, $10, $11, $5, $5, $7)",
@@ -384,7 +378,7 @@ macro_rules! sql_store_impl {
                 .bind(&job.tenant)
                 .bind(job.available_at_ms)
                 .bind(i64::from(job.max_attempts.max(1)))
-                .bind(sqlx::types::Json(&job.payload))
+                .bind($crate::db::Json(&job.payload))
                 .bind(if lease.is_some() { "leased" } else { "ready" })
                 .bind(i64::from(lease.is_some()))
                 .bind(lease.map(|(worker, _)| worker.as_str()))
@@ -393,16 +387,15 @@ macro_rules! sql_store_impl {
                 .await;
                 match res {
                     Ok(_) => Ok(()),
-                    Err(err) if $crate::error::is_unique_violation(&err) => Err($crate::error::StoreError::Duplicate { kind: "job" }),
+                    Err(err) if err.is_unique_violation() => Err($crate::error::StoreError::Duplicate { kind: "job" }),
                     Err(err) => Err(err.into()),
                 }
             }
 
             /// Fails unless `fence` still owns an unexpired lease (spec 13.4): the row is locked on
             /// PostgreSQL so no claim can slip in before this transaction commits.
-            async fn tx_check_fence(tx: &mut Conn, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
-                use sqlx::Row as _;
-                let row = sqlx::query(concat!(
+            async fn tx_check_fence(tx: &mut dyn $crate::db::Tx, fence: &$crate::model::Fence, now_ms: i64) -> $crate::error::StoreResult<()> {
+                let row = $crate::db::query(concat!(
                     "SELECT state, lease_owner, lease_expires_at_ms, fence FROM aip_jobs WHERE job_id = $1",
                     $lock
                 ))
@@ -423,26 +416,25 @@ macro_rules! sql_store_impl {
 
             /// One chunk inside a write: a new sequence must exceed the action's last; a retained
             /// duplicate is reported as such; other content under a used sequence is a conflict.
-            async fn tx_append_chunk(tx: &mut Conn, chunk: &$crate::model::NewChunk) -> $crate::error::StoreResult<$crate::model::ChunkAppend> {
+            async fn tx_append_chunk(tx: &mut dyn $crate::db::Tx, chunk: &$crate::model::NewChunk) -> $crate::error::StoreResult<$crate::model::ChunkAppend> {
                 use $crate::error::StoreError;
                 use $crate::model::ChunkAppend;
-                use sqlx::Row as _;
                 let seq = $crate::backend::to_i64(chunk.sequence, "chunk sequence too large")?;
-                let existing = sqlx::query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
+                let existing = $crate::db::query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
                     .bind(&chunk.action_id)
                     .bind(seq)
                     .fetch_optional(&mut *tx)
                     .await?;
                 if let Some(row) = existing {
                     let kind: String = row.try_get("kind")?;
-                    let data = row.try_get::<sqlx::types::Json<serde_json::Value>, _>("data")?.0;
+                    let data = row.json("data")?;
                     return if kind == chunk.kind && $crate::backend::same_json(&data, &chunk.data) {
                         Ok(ChunkAppend::Duplicate)
                     } else {
                         Err(StoreError::ChunkConflict { sequence: chunk.sequence })
                     };
                 }
-                let max = sqlx::query("SELECT MAX(seq) AS last FROM aip_chunks WHERE action_id = $1")
+                let max = $crate::db::query("SELECT MAX(seq) AS last FROM aip_chunks WHERE action_id = $1")
                     .bind(&chunk.action_id)
                     .fetch_one(&mut *tx)
                     .await?;
@@ -452,11 +444,11 @@ macro_rules! sql_store_impl {
                         return Err(StoreError::ChunkOutOfOrder { sequence: chunk.sequence, last: $crate::backend::to_u64(last, "chunk sequence")? });
                     }
                 }
-                let res = sqlx::query("INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms) VALUES ($1, $2, $3, $4, $5)")
+                let res = $crate::db::query("INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms) VALUES ($1, $2, $3, $4, $5)")
                     .bind(&chunk.action_id)
                     .bind(seq)
                     .bind(&chunk.kind)
-                    .bind(sqlx::types::Json(&chunk.data))
+                    .bind($crate::db::Json(&chunk.data))
                     .bind(chunk.created_at_ms)
                     .execute(&mut *tx)
                     .await;
@@ -464,15 +456,15 @@ macro_rules! sql_store_impl {
                     Ok(_) => Ok(ChunkAppend::Inserted),
                     // A concurrent writer stored this sequence first; let the caller retry to learn
                     // whether it was the same chunk.
-                    Err(err) if $crate::error::is_unique_violation(&err) => {
+                    Err(err) if err.is_unique_violation() => {
                         Err(StoreError::Unavailable("concurrent chunk append".into()))
                     }
                     Err(err) => Err(err.into()),
                 }
             }
 
-            async fn tx_get_action(tx: &mut Conn, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
-                let row = sqlx::query(concat!(
+            async fn tx_get_action(tx: &mut dyn $crate::db::Tx, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
+                let row = $crate::db::query(concat!(
                     "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
                      FROM aip_actions WHERE action_id = $1",
@@ -484,8 +476,8 @@ macro_rules! sql_store_impl {
                 row.as_ref().map(rows::action).transpose()
             }
 
-            async fn tx_get_session(tx: &mut Conn, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
-                let row = sqlx::query(concat!(
+            async fn tx_get_session(tx: &mut dyn $crate::db::Tx, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
+                let row = $crate::db::query(concat!(
                     "SELECT session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
                      FROM aip_sessions WHERE session_id = $1",
                     $lock
@@ -505,7 +497,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn ping(&self) -> $crate::error::StoreResult<()> {
-                sqlx::query("SELECT 1").execute(&self.reader).await?;
+                $crate::db::query("SELECT 1").execute(&self.reader).await?;
                 Ok(())
             }
 
@@ -544,7 +536,7 @@ macro_rules! sql_store_impl {
                     // Insert, or take over a lapsed reservation; a live one is left untouched and the
                     // statement returns nothing. On PostgreSQL a concurrent owner's uncommitted insert
                     // makes this wait, so exactly one admission owns the key.
-                    let won = sqlx::query(
+                    let won = $crate::db::query(
                         "INSERT INTO aip_idempotency (scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms) \
                          VALUES ($1, $2, $3, $4, $5, $6, $7) \
                          ON CONFLICT (scope, key) DO UPDATE SET reservation_id = excluded.reservation_id, \
@@ -562,7 +554,7 @@ macro_rules! sql_store_impl {
                     .fetch_optional(&mut *tx)
                     .await?;
                     if won.is_none() {
-                        let row = sqlx::query(
+                        let row = $crate::db::query(
                             "SELECT scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms \
                              FROM aip_idempotency WHERE scope = $1 AND key = $2",
                         )
@@ -588,7 +580,7 @@ macro_rules! sql_store_impl {
                 let act = &a.action;
                 let input_hash = act.input_hash.clone().or_else(|| a.idempotency.as_ref().map(|c| c.input_hash.clone()));
                 // Nothing is read back: the new row is exactly what was written.
-                let inserted = sqlx::query(
+                let inserted = $crate::db::query(
                     "INSERT INTO aip_actions (action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14)",
@@ -606,12 +598,12 @@ macro_rules! sql_store_impl {
                 .bind(input_hash.as_deref())
                 .bind(act.deadline_ms)
                 .bind(act.created_at_ms)
-                .bind(sqlx::types::Json(&act.request))
+                .bind($crate::db::Json(&act.request))
                 .execute(&mut *tx)
                 .await;
                 match inserted {
                     Ok(_) => {}
-                    Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "action" }),
+                    Err(err) if err.is_unique_violation() => return Err(StoreError::Duplicate { kind: "action" }),
                     Err(err) => return Err(err.into()),
                 }
                 Self::tx_append_receipts(&mut *tx, &a.receipts).await?;
@@ -659,7 +651,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn get_action(&self, action_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ActionRecord>> {
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
                      FROM aip_actions WHERE action_id = $1",
@@ -671,8 +663,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn count_active_actions(&self, q: &$crate::model::ActionQuery) -> $crate::error::StoreResult<u64> {
-                use sqlx::Row as _;
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
                      AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
                      AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
@@ -695,7 +686,6 @@ macro_rules! sql_store_impl {
                 limit: $crate::model::Limit,
             ) -> $crate::error::StoreResult<$crate::model::Page<$crate::model::ActionRecord>> {
                 use $crate::backend::opt_part;
-                use sqlx::Row as _;
                 let scope = [
                     q.tenant.clone(),
                     opt_part(q.principal.as_deref()),
@@ -709,7 +699,7 @@ macro_rules! sql_store_impl {
                     Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT seq, action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
                      FROM aip_actions WHERE tenant = $1 \
@@ -747,7 +737,7 @@ macro_rules! sql_store_impl {
                     Some(fence) if t.finish_job => {
                         // The fence check and the job's completion in one statement (on PostgreSQL the
                         // update locks the job row as the check's FOR UPDATE would).
-                        let done = sqlx::query(
+                        let done = $crate::db::query(
                             "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 \
                              WHERE job_id = $1 AND state = 'leased' AND lease_owner = $3 AND fence = $4 AND lease_expires_at_ms > $2",
                         )
@@ -756,8 +746,7 @@ macro_rules! sql_store_impl {
                         .bind(fence.worker_id.as_str())
                         .bind(i64::try_from(fence.token).map_err(|_| StoreError::StaleLease)?)
                         .execute(&mut *tx)
-                        .await?
-                        .rows_affected();
+                        .await?;
                         if done == 0 {
                             // Not held: the check names why (a missing job or a stale lease).
                             Self::tx_check_fence(&mut *tx, fence, t.now_ms).await?;
@@ -779,10 +768,10 @@ macro_rules! sql_store_impl {
                          action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                          idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
                     );
-                    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    let mut q = $crate::db::query(sql)
                         .bind(&t.action_id)
                         .bind(t.to.as_str())
-                        .bind(t.result.as_ref().map(sqlx::types::Json))
+                        .bind(t.result.as_ref().map($crate::db::Json))
                         .bind(t.now_ms);
                     for state in &from {
                         q = q.bind(*state);
@@ -811,7 +800,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn get_idempotency(&self, scope: &str, key: &str, now_ms: i64) -> $crate::error::StoreResult<Option<$crate::model::IdempotencyRecord>> {
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "SELECT scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms \
                      FROM aip_idempotency WHERE scope = $1 AND key = $2 AND expires_at_ms > $3",
                 )
@@ -829,7 +818,7 @@ macro_rules! sql_store_impl {
                 admitted_before_ms: i64,
                 limit: $crate::model::Limit,
             ) -> $crate::error::StoreResult<Vec<$crate::model::ActionRecord>> {
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, a.correlation_id, a.mode, a.state, \
                      a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result \
                      FROM aip_actions a \
@@ -868,7 +857,7 @@ macro_rules! sql_store_impl {
                 let queue = queue.to_owned();
                 let worker = worker.clone();
                 self.write(false, move |tx| Box::pin(async move {
-                let row = sqlx::query(concat!(
+                let row = $crate::db::query(concat!(
                     "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
                      attempts = attempts + 1, updated_at_ms = $3 \
                      WHERE job_id = (SELECT job_id FROM aip_jobs WHERE queue = $4 AND attempts < max_attempts \
@@ -901,7 +890,7 @@ macro_rules! sql_store_impl {
                 let job_id = job_id.to_owned();
                 let worker = worker.clone();
                 self.write(false, move |tx| Box::pin(async move {
-                    let row = sqlx::query(
+                    let row = $crate::db::query(
                         "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
                          attempts = attempts + 1, updated_at_ms = $3 \
                          WHERE job_id = $4 AND attempts < max_attempts \
@@ -927,7 +916,7 @@ macro_rules! sql_store_impl {
                 self.write(false, move |tx| Box::pin(async move {
                 Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
                 let expires = now_ms.saturating_add(lease_ms);
-                sqlx::query("UPDATE aip_jobs SET lease_expires_at_ms = $2, updated_at_ms = $3 WHERE job_id = $1")
+                $crate::db::query("UPDATE aip_jobs SET lease_expires_at_ms = $2, updated_at_ms = $3 WHERE job_id = $1")
                     .bind(&fence.job_id)
                     .bind(expires)
                     .bind(now_ms)
@@ -942,7 +931,7 @@ macro_rules! sql_store_impl {
                 let fence = fence.clone();
                 self.write(false, move |tx| Box::pin(async move {
                 Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
-                sqlx::query("UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1")
+                $crate::db::query("UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1")
                     .bind(&fence.job_id)
                     .bind(now_ms)
                     .execute(&mut *tx)
@@ -959,12 +948,11 @@ macro_rules! sql_store_impl {
                 retry_at_ms: Option<i64>,
                 error: &str,
             ) -> $crate::error::StoreResult<$crate::model::JobState> {
-                use sqlx::Row as _;
                 let fence = fence.clone();
                 let error = error.to_owned();
                 self.write(false, move |tx| Box::pin(async move {
                 Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "UPDATE aip_jobs SET \
                      state = CASE WHEN CAST($2 AS BIGINT) IS NOT NULL AND attempts < max_attempts THEN 'ready' ELSE 'dead' END, \
                      available_at_ms = COALESCE($2, available_at_ms), lease_owner = NULL, lease_expires_at_ms = NULL, \
@@ -986,7 +974,7 @@ macro_rules! sql_store_impl {
                 let fence = fence.clone();
                 self.write(false, move |tx| Box::pin(async move {
                 Self::tx_check_fence(&mut *tx, &fence, now_ms).await?;
-                sqlx::query(
+                $crate::db::query(
                     "UPDATE aip_jobs SET state = 'ready', available_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL, \
                      attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at_ms = $2 WHERE job_id = $1",
                 )
@@ -1017,7 +1005,6 @@ macro_rules! sql_store_impl {
                 limit: $crate::model::Limit,
             ) -> $crate::error::StoreResult<$crate::model::Page<$crate::model::EventRecord>> {
                 use $crate::backend::opt_part;
-                use sqlx::Row as _;
                 let scope = [
                     q.tenant.clone(),
                     opt_part(q.principal.as_deref()),
@@ -1032,7 +1019,7 @@ macro_rules! sql_store_impl {
                 };
                 // Listed by commit-ordered position only (see the backends' `tx_append_events`), so
                 // an event committed later can never slip in behind a cursor.
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
                      FROM aip_events WHERE tenant = $1 \
                      AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
@@ -1108,7 +1095,7 @@ macro_rules! sql_store_impl {
                     Some(a) => $crate::backend::to_i64(a, "chunk sequence too large")?,
                     None => -1,
                 };
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT action_id, seq, kind, data, created_at_ms FROM aip_chunks WHERE action_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
                 )
                 .bind(action_id)
@@ -1126,7 +1113,7 @@ macro_rules! sql_store_impl {
             ) -> $crate::error::StoreResult<$crate::model::SessionRecord> {
                 use $crate::error::StoreError;
                 self.write(true, move |tx| Box::pin(async move {
-                let res = sqlx::query(
+                let res = $crate::db::query(
                     "INSERT INTO aip_sessions (session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data) \
                      VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $8) \
                      RETURNING session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data",
@@ -1138,12 +1125,12 @@ macro_rules! sql_store_impl {
                 .bind(s.state.as_str())
                 .bind(s.created_at_ms)
                 .bind(s.expires_at_ms)
-                .bind(sqlx::types::Json(&s.data))
+                .bind($crate::db::Json(&s.data))
                 .fetch_one(&mut *tx)
                 .await;
                 let record = match res {
                     Ok(row) => rows::session(&row)?,
-                    Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "session" }),
+                    Err(err) if err.is_unique_violation() => return Err(StoreError::Duplicate { kind: "session" }),
                     Err(err) => return Err(err.into()),
                 };
                 Self::tx_append_events(&mut *tx, &events).await?;
@@ -1153,7 +1140,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn get_session(&self, session_id: &str) -> $crate::error::StoreResult<Option<$crate::model::SessionRecord>> {
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "SELECT session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
                      FROM aip_sessions WHERE session_id = $1",
                 )
@@ -1170,7 +1157,6 @@ macro_rules! sql_store_impl {
                 limit: $crate::model::Limit,
             ) -> $crate::error::StoreResult<$crate::model::Page<$crate::model::SessionRecord>> {
                 use $crate::backend::opt_part;
-                use sqlx::Row as _;
                 let scope = [q.tenant.clone(), opt_part(q.principal.as_deref()), opt_part(q.state.map(|s| s.as_str()))];
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Sessions;
@@ -1178,7 +1164,7 @@ macro_rules! sql_store_impl {
                     Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT seq, session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
                      FROM aip_sessions WHERE tenant = $1 \
                      AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
@@ -1219,14 +1205,14 @@ macro_rules! sql_store_impl {
                 if !current.state.can_transition_to(t.to) {
                     return Err(StoreError::InvalidTransition { from: current.state.as_str().to_owned(), to: t.to.as_str().to_owned() });
                 }
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "UPDATE aip_sessions SET state = $2, data = COALESCE($3, data), updated_at_ms = $4 \
                      WHERE session_id = $1 AND state = $5 \
                      RETURNING session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data",
                 )
                 .bind(&t.session_id)
                 .bind(t.to.as_str())
-                .bind(t.data.as_ref().map(sqlx::types::Json))
+                .bind(t.data.as_ref().map($crate::db::Json))
                 .bind(t.now_ms)
                 .bind(current.state.as_str())
                 .fetch_optional(&mut *tx)
@@ -1250,7 +1236,7 @@ macro_rules! sql_store_impl {
                 if Self::tx_get_session(&mut *tx, &session_id).await?.is_none() {
                     return Err(StoreError::NotFound { kind: "session" });
                 }
-                let res = sqlx::query(
+                let res = $crate::db::query(
                     "INSERT INTO aip_resume_tokens (token_hash, session_id, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4)",
                 )
                 .bind($crate::backend::secret_hash(&token))
@@ -1261,7 +1247,7 @@ macro_rules! sql_store_impl {
                 .await;
                 match res {
                     Ok(_) => {}
-                    Err(err) if $crate::error::is_unique_violation(&err) => return Err(StoreError::Duplicate { kind: "resume token" }),
+                    Err(err) if err.is_unique_violation() => return Err(StoreError::Duplicate { kind: "resume token" }),
                     Err(err) => return Err(err.into()),
                 }
                 Ok(())
@@ -1276,13 +1262,12 @@ macro_rules! sql_store_impl {
                 now_ms: i64,
             ) -> $crate::error::StoreResult<$crate::model::SessionRecord> {
                 use $crate::error::StoreError;
-                use sqlx::Row as _;
                 let token = token.to_owned();
                 let replacement = replacement.map(|(t, e)| (t.to_owned(), e));
                 self.write(false, move |tx| Box::pin(async move {
                 // The conditional update is the atomic consume: of two concurrent resumes, one
                 // updates the row and the other finds it consumed.
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "UPDATE aip_resume_tokens SET consumed_at_ms = $2 \
                      WHERE token_hash = $1 AND consumed_at_ms IS NULL AND expires_at_ms > $2 RETURNING session_id",
                 )
@@ -1296,7 +1281,7 @@ macro_rules! sql_store_impl {
                     if next.is_empty() || expires_at_ms <= now_ms || next == token {
                         return Err(StoreError::InvalidInput("replacement resume token must be new and expire in the future"));
                     }
-                    sqlx::query(
+                    $crate::db::query(
                         "INSERT INTO aip_resume_tokens (token_hash, session_id, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4)",
                     )
                     .bind($crate::backend::secret_hash(&next))
@@ -1327,7 +1312,7 @@ macro_rules! sql_store_impl {
                 let scope = scope.to_owned();
                 let message_id = message_id.to_owned();
                 self.write(false, move |tx| Box::pin(async move {
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "INSERT INTO aip_replay_claims (scope, message_id, claimed_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (scope, message_id) DO UPDATE SET claimed_at_ms = excluded.claimed_at_ms, expires_at_ms = excluded.expires_at_ms \
                      WHERE aip_replay_claims.expires_at_ms <= $3 RETURNING message_id",
@@ -1365,7 +1350,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn list_receipts(&self, chain_id: &str, limit: $crate::model::Limit) -> $crate::error::StoreResult<Vec<$crate::model::ReceiptRecord>> {
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body \
                      FROM aip_receipts WHERE chain_id = $1 ORDER BY position LIMIT $2",
                 )
@@ -1377,7 +1362,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn get_receipt(&self, receipt_id: &str) -> $crate::error::StoreResult<Option<$crate::model::ReceiptRecord>> {
-                let row = sqlx::query(
+                let row = $crate::db::query(
                     "SELECT receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body \
                      FROM aip_receipts WHERE receipt_id = $1",
                 )
@@ -1388,13 +1373,12 @@ macro_rules! sql_store_impl {
             }
 
             async fn append_audit(&self, a: $crate::model::NewAudit) -> $crate::error::StoreResult<$crate::model::AuditRecord> {
-                use sqlx::Row as _;
                 self.write(false, move |tx| Box::pin(async move {
-                let row = sqlx::query("UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value")
+                let row = $crate::db::query("UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value")
                     .fetch_one(&mut *tx)
                     .await?;
                 let seq: i64 = row.try_get("value")?;
-                let res = sqlx::query(
+                let res = $crate::db::query(
                     "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data) \
                      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data",
                 )
@@ -1404,12 +1388,12 @@ macro_rules! sql_store_impl {
                 .bind(&a.actor)
                 .bind(&a.action_label)
                 .bind(a.occurred_at_ms)
-                .bind(sqlx::types::Json(&a.data))
+                .bind($crate::db::Json(&a.data))
                 .fetch_one(&mut *tx)
                 .await;
                 let record = match res {
                     Ok(row) => rows::audit(&row)?,
-                    Err(err) if $crate::error::is_unique_violation(&err) => {
+                    Err(err) if err.is_unique_violation() => {
                         return Err($crate::error::StoreError::Duplicate { kind: "audit event" });
                     }
                     Err(err) => return Err(err.into()),
@@ -1426,7 +1410,6 @@ macro_rules! sql_store_impl {
                 limit: $crate::model::Limit,
             ) -> $crate::error::StoreResult<$crate::model::Page<$crate::model::AuditRecord>> {
                 use $crate::backend::opt_part;
-                use sqlx::Row as _;
                 let scope = [q.tenant.clone(), opt_part(q.actor.as_deref())];
                 let scope: Vec<&str> = scope.iter().map(String::as_str).collect();
                 let kind = $crate::cursor::CursorKind::Audit;
@@ -1434,7 +1417,7 @@ macro_rules! sql_store_impl {
                     Some(c) => self.key.decode(kind, &scope, c)?.1,
                     None => 0,
                 };
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT seq, audit_id, tenant, actor, action_label, occurred_at_ms, data FROM aip_audit \
                      WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) AND seq > $3 ORDER BY seq LIMIT $4",
                 )
@@ -1455,19 +1438,19 @@ macro_rules! sql_store_impl {
 
             async fn insert_record(&self, r: $crate::model::AppRecord) -> $crate::error::StoreResult<()> {
                 self.write(false, move |tx| Box::pin(async move {
-                let res = sqlx::query(
+                let res = $crate::db::query(
                     "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ($1, $2, $3, $4, $5)",
                 )
                 .bind(&r.collection)
                 .bind(&r.record_id)
                 .bind(&r.tenant)
                 .bind(r.created_at_ms)
-                .bind(sqlx::types::Json(&r.body))
+                .bind($crate::db::Json(&r.body))
                 .execute(&mut *tx)
                 .await;
                 match res {
                     Ok(_) => {}
-                    Err(err) if $crate::error::is_unique_violation(&err) => {
+                    Err(err) if err.is_unique_violation() => {
                         return Err($crate::error::StoreError::Duplicate { kind: "record" });
                     }
                     Err(err) => return Err(err.into()),
@@ -1478,7 +1461,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn list_records(&self, collection: &str, tenant: &str, limit: $crate::model::Limit) -> $crate::error::StoreResult<Vec<$crate::model::AppRecord>> {
-                let found = sqlx::query(
+                let found = $crate::db::query(
                     "SELECT collection, record_id, tenant, created_at_ms, body FROM aip_records \
                      WHERE collection = $1 AND tenant = $2 ORDER BY created_at_ms, record_id LIMIT $3",
                 )
@@ -1491,8 +1474,7 @@ macro_rules! sql_store_impl {
             }
 
             async fn count_records(&self, collection: &str, tenant: &str) -> $crate::error::StoreResult<u64> {
-                use sqlx::Row as _;
-                let row = sqlx::query("SELECT COUNT(*) AS n FROM aip_records WHERE collection = $1 AND tenant = $2")
+                let row = $crate::db::query("SELECT COUNT(*) AS n FROM aip_records WHERE collection = $1 AND tenant = $2")
                     .bind(collection)
                     .bind(tenant)
                     .fetch_one(&self.reader)
@@ -1502,21 +1484,18 @@ macro_rules! sql_store_impl {
 
             async fn purge_expired(&self, now_ms: i64) -> $crate::error::StoreResult<$crate::model::PurgeReport> {
                 self.write(false, move |tx| Box::pin(async move {
-                let replay = sqlx::query("DELETE FROM aip_replay_claims WHERE expires_at_ms <= $1")
+                let replay = $crate::db::query("DELETE FROM aip_replay_claims WHERE expires_at_ms <= $1")
                     .bind(now_ms)
                     .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                let idem = sqlx::query("DELETE FROM aip_idempotency WHERE expires_at_ms <= $1")
+                    .await?;
+                let idem = $crate::db::query("DELETE FROM aip_idempotency WHERE expires_at_ms <= $1")
                     .bind(now_ms)
                     .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                let tokens = sqlx::query("DELETE FROM aip_resume_tokens WHERE expires_at_ms <= $1 OR consumed_at_ms IS NOT NULL")
+                    .await?;
+                let tokens = $crate::db::query("DELETE FROM aip_resume_tokens WHERE expires_at_ms <= $1 OR consumed_at_ms IS NOT NULL")
                     .bind(now_ms)
                     .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
+                    .await?;
                 Ok($crate::model::PurgeReport { replay_claims: replay, idempotency_reservations: idem, resume_tokens: tokens })
                 }))
                 .await

@@ -11,6 +11,7 @@
 
 mod backend;
 mod cursor;
+mod db;
 mod error;
 mod migrate;
 mod model;

@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use sqlx::Postgres;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 
 use crate::backend::{
@@ -96,10 +95,9 @@ impl PostgresStore {
 
     /// Inserts `events` inside the caller's write; returns their sequences.
     async fn tx_append_events(
-        tx: &mut sqlx::PgConnection,
+        tx: &mut dyn crate::db::Tx,
         events: &[NewEvent],
     ) -> StoreResult<Vec<u64>> {
-        use sqlx::Row as _;
         // No shared counter: `seq` comes from a PostgreSQL sequence and `pos` stays NULL until the
         // sequencer runs after commit, so concurrent writers do not serialize (migration 0002).
         let mut seqs = Vec::with_capacity(events.len());
@@ -108,7 +106,7 @@ impl PostgresStore {
                 "INSERT INTO aip_events (event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data) VALUES {} RETURNING seq",
                 values_list(chunk.len(), 9)
             );
-            let rows = bind_event_rows!(sqlx::query(sqlx::AssertSqlSafe(sql)), chunk)
+            let rows = bind_event_rows!(crate::db::query(sql), chunk)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(event_insert_error)?;
@@ -128,12 +126,12 @@ impl PostgresStore {
     async fn write<R, F>(&self, notify: bool, f: F) -> StoreResult<R>
     where
         R: Send + 'static,
-        F: for<'c> FnOnce(&'c mut sqlx::PgConnection) -> BoxFuture<'c, StoreResult<R>>
+        F: for<'c> FnOnce(&'c mut dyn crate::db::Tx) -> BoxFuture<'c, StoreResult<R>>
             + Send
             + 'static,
     {
         let mut tx = self.writer.begin().await?;
-        match f(&mut tx).await {
+        match f(&mut *tx).await {
             Ok(r) => {
                 tx.commit().await?;
                 if notify {
@@ -255,21 +253,20 @@ async fn migrate_postgres(pool: &PgPool) -> StoreResult<()> {
         .bind(MIGRATION_LOCK)
         .execute(&mut *tx)
         .await?;
-    PostgresStore::tx_migrate(&mut tx, migrate::POSTGRES).await?;
+    PostgresStore::tx_migrate(&mut *tx, migrate::POSTGRES).await?;
     tx.commit().await?;
     Ok(())
 }
 
 async fn load_key(pool: &PgPool) -> StoreResult<CursorKey> {
     let mut tx = pool.begin().await?;
-    let key = PostgresStore::tx_cursor_key(&mut tx).await?;
+    let key = PostgresStore::tx_cursor_key(&mut *tx).await?;
     tx.commit().await?;
     Ok(key)
 }
 
 sql_store_impl!(
     PostgresStore,
-    Postgres,
     Backend::Postgres,
     lock = " FOR UPDATE",
     claim_lock = " FOR UPDATE SKIP LOCKED"

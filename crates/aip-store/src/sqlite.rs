@@ -2,26 +2,31 @@
 //!
 //! Durability: WAL journal with `synchronous = FULL`, so a commit is on disk before the runtime
 //! acknowledges it (NORMAL could lose the last commits on power loss). Writes go through one writer
-//! task owning one connection; it runs each write in `BEGIN IMMEDIATE`, which makes every
+//! thread owning one rusqlite connection; it runs each write in `BEGIN IMMEDIATE`, which makes every
 //! read-then-write operation atomic (the SQLite equivalent of row locks and `SKIP LOCKED` claims).
+//! A write's statements run on that thread as plain calls (see `db.rs`): a write costs one hand-off
+//! to the thread and one back, not a thread round trip per statement.
 //! Group commit: writes that queue up while a commit is being synced run in the next transaction
 //! together, each inside its own savepoint (a failing write rolls back only itself), and share one
 //! commit and one fsync; no caller hears back before that commit. Reads use a separate read-only
-//! pool and see committed data only. Foreign keys are on; the busy timeout covers other processes.
+//! sqlx pool and see committed data only. Foreign keys are on; the busy timeout covers other
+//! processes (and other store handles) writing the same file.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::str::FromStr as _;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
-use sqlx::{Sqlite, SqliteConnection};
 
 use crate::backend::{
     BoxFuture, MAX_ROWS, bind_event_rows, event_insert_error, sql_store_impl, to_u64,
 };
 use crate::cursor::CursorKey;
+use crate::db::{SqliteTx, Tx};
 use crate::error::StoreError;
 use crate::error::StoreResult;
 use crate::migrate;
@@ -49,27 +54,44 @@ impl Default for SqliteOptions {
 /// The most writes one group commit takes.
 const MAX_BATCH: usize = 256;
 
-/// What a finished write hands back to the writer task: whether to keep its savepoint, whether it
-/// wakes waiters, and how to deliver its result once the batch's commit outcome is known.
+/// Prepared statements the writer keeps (the store's statements, with the multi-row variants).
+const STATEMENT_CACHE: usize = 256;
+
+/// What a finished write hands back to the writer thread: whether to keep its savepoint, whether
+/// it wakes waiters, and how to deliver its result once the batch's commit outcome is known.
 struct WriteDone {
     ok: bool,
     notify: bool,
     deliver: Box<dyn FnOnce(Result<(), String>) + Send>,
 }
 
-/// A write queued for the writer task.
-type WriteJob =
-    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, WriteDone> + Send>;
+/// A write queued for the writer thread.
+type WriteJob = Box<dyn for<'c> FnOnce(&'c mut dyn Tx) -> BoxFuture<'c, WriteDone> + Send>;
+
+/// What the writer thread is asked to do.
+enum Request {
+    Write(WriteJob),
+    /// Finish the queued writes, close the connection, then answer.
+    Close(tokio::sync::oneshot::Sender<()>),
+}
 
 /// An SQLite-backed [`crate::Store`].
 #[derive(Debug)]
 pub struct SqliteStore {
-    jobs: tokio::sync::mpsc::Sender<WriteJob>,
-    writer: SqlitePool,
+    jobs: tokio::sync::mpsc::Sender<Request>,
     reader: SqlitePool,
     key: CursorKey,
     changes: tokio::sync::watch::Sender<u64>,
     path: PathBuf,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Request::Write(_) => "Write",
+            Request::Close(_) => "Close",
+        })
+    }
 }
 
 impl SqliteStore {
@@ -81,39 +103,41 @@ impl SqliteStore {
     /// [`SqliteStore::open`] with explicit options.
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
+        let (changes, _) = tokio::sync::watch::channel(0);
+        let (jobs, queue) = tokio::sync::mpsc::channel(4 * MAX_BATCH);
+        let (ready, opened) = tokio::sync::oneshot::channel::<StoreResult<CursorKey>>();
+        let (thread_path, thread_changes) = (path.clone(), changes.clone());
+        let busy_timeout = options.busy_timeout;
+        std::thread::Builder::new()
+            .name("aip-sqlite-writer".into())
+            .spawn(move || match open_writer(&thread_path, busy_timeout) {
+                Ok((mut conn, key)) => {
+                    let _ = ready.send(Ok(key));
+                    write_loop(&mut conn, queue, &thread_changes);
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            })
+            .map_err(|e| StoreError::Backend(format!("cannot start the SQLite writer: {e}")))?;
+        let key = opened.await.map_err(|_| {
+            StoreError::Unavailable("the SQLite writer stopped while opening".into())
+        })??;
         let connect = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| StoreError::Backend(e.to_string()))?
             .filename(&path)
-            .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
-            .busy_timeout(options.busy_timeout);
-        // The writer task is the pool's only user and sees every failure of its connection, so a
-        // liveness ping before each batch would only cost a round trip.
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .acquire_timeout(Duration::from_secs(30))
-            // Savepoint journals hold the pages each write of a group commit changes, so they can
-            // be rolled back alone; past 64 KiB SQLite spills them to a temporary file (two
-            // `pwrite`s per page). They are never needed after a crash (the WAL is), so they stay
-            // in memory.
-            .connect_with(connect.clone().pragma("temp_store", "memory"))
-            .await?;
-        migrate_sqlite(&writer).await?;
-        let key = load_key(&writer).await?;
+            .busy_timeout(options.busy_timeout)
+            .read_only(true);
         let reader = SqlitePoolOptions::new()
             .max_connections(options.readers.max(1))
             .acquire_timeout(Duration::from_secs(30))
-            .connect_with(connect.read_only(true))
+            .connect_with(connect)
             .await?;
-        let (changes, _) = tokio::sync::watch::channel(0);
-        let (jobs, queue) = tokio::sync::mpsc::channel(4 * MAX_BATCH);
-        tokio::spawn(write_loop(writer.clone(), queue, changes.clone()));
         Ok(SqliteStore {
             jobs,
-            writer,
             reader,
             key,
             changes,
@@ -126,25 +150,26 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Closes both pools (waits for checked-out connections).
+    /// Closes the read pool (waits for checked-out connections) and the writer (after the writes
+    /// already queued). Writes asked for afterwards fail as `Unavailable`.
     pub async fn close(&self) {
         self.reader.close().await;
-        self.writer.close().await;
+        let (done, closed) = tokio::sync::oneshot::channel();
+        if self.jobs.send(Request::Close(done)).await.is_ok() {
+            let _ = closed.await;
+        }
     }
 
     /// Inserts `events` inside the caller's write; returns their sequences.
-    async fn tx_append_events(
-        tx: &mut SqliteConnection,
-        events: &[NewEvent],
-    ) -> StoreResult<Vec<u64>> {
-        use sqlx::Row as _;
+    async fn tx_append_events(tx: &mut dyn Tx, events: &[NewEvent]) -> StoreResult<Vec<u64>> {
         if events.is_empty() {
             return Ok(Vec::new());
         }
-        // Writes are serialized by the writer task, so a counter gives commit-ordered sequences and the
-        // listing position is the sequence itself. Each row takes the counter plus its row number
-        // inside the insert, and the counter's trigger (migration 3) advances it past every row:
-        // one statement per chunk, and the sequences are read back with RETURNING.
+        // Writes are serialized by the writer (and `BEGIN IMMEDIATE` across handles), so a counter
+        // gives commit-ordered sequences and the listing position is the sequence itself. Each row
+        // takes the counter plus its row number inside the insert, and the counter's trigger
+        // (migration 3) advances it past every row: one statement per chunk, and the sequences are
+        // read back with RETURNING.
         const NEXT: &str = "(SELECT value FROM aip_counters WHERE name = 'events')";
         let mut seqs = Vec::with_capacity(events.len());
         for chunk in events.chunks(MAX_ROWS) {
@@ -172,7 +197,7 @@ impl SqliteStore {
                 );
             }
             sql.push_str(" RETURNING seq, pos, event_id");
-            let rows = bind_event_rows!(sqlx::query(sqlx::AssertSqlSafe(sql)), chunk)
+            let rows = bind_event_rows!(crate::db::query(sql), chunk)
                 .fetch_all(&mut *tx)
                 .await
                 .map_err(event_insert_error)?;
@@ -199,17 +224,16 @@ impl SqliteStore {
         Ok(seqs)
     }
 
-    /// Queues `f` for the writer task and waits for the commit of its batch. `f` returning `Err`
-    /// rolls back its own savepoint only.
+    /// Queues `f` for the writer thread and waits for the commit of its batch. `f` returning `Err`
+    /// rolls back its own savepoint only. `f` must not wait on anything but its statements: the
+    /// writer polls it once (a write that suspends is rolled back and reported `Unavailable`).
     async fn write<R, F>(&self, notify: bool, f: F) -> StoreResult<R>
     where
         R: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, StoreResult<R>>
-            + Send
-            + 'static,
+        F: for<'c> FnOnce(&'c mut dyn Tx) -> BoxFuture<'c, StoreResult<R>> + Send + 'static,
     {
         let (reply, result) = tokio::sync::oneshot::channel::<StoreResult<R>>();
-        let job: WriteJob = Box::new(move |conn: &mut SqliteConnection| {
+        let job: WriteJob = Box::new(move |conn: &mut dyn Tx| {
             Box::pin(async move {
                 let res = f(conn).await;
                 WriteDone {
@@ -228,7 +252,7 @@ impl SqliteStore {
             })
         });
         self.jobs
-            .send(job)
+            .send(Request::Write(job))
             .await
             .map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?;
         result
@@ -237,86 +261,173 @@ impl SqliteStore {
     }
 }
 
-/// The writer task: takes every queued write (up to [`MAX_BATCH`]) into one transaction.
-///
-/// Savepoints cost a worker round trip each, so they are only taken where they protect another
-/// write: the first write of a transaction runs bare (if it fails, the transaction holding only its
-/// work is rolled back and the rest of the batch starts a new one), each later write runs in a
-/// savepoint whose release is sent together with the next write's savepoint, and the last savepoint
-/// is left for `COMMIT` to release (it commits the whole transaction stack).
-async fn write_loop(
-    pool: SqlitePool,
-    mut queue: tokio::sync::mpsc::Receiver<WriteJob>,
-    changes: tokio::sync::watch::Sender<u64>,
-) {
-    while let Some(first) = queue.recv().await {
-        let mut batch = std::collections::VecDeque::with_capacity(MAX_BATCH);
-        batch.push_back(first);
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push_back(job),
-                Err(_) => break,
-            }
-        }
-        while !batch.is_empty() {
-            // Jobs dropped unrun (a transaction could not start or broke) surface as `Unavailable` to
-            // their callers.
-            if !run_transaction(&pool, &mut batch, &changes).await {
-                break;
-            }
-        }
+/// Polls `f` once. Everything the writer runs completes without waiting (rusqlite is synchronous),
+/// so `None` means a write tried to wait on something else.
+fn run_now<F: Future>(f: F) -> Option<F::Output> {
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(out) => Some(out),
+        Poll::Pending => None,
     }
 }
 
-/// Runs jobs from the front of `batch` in one transaction and delivers their outcomes. Stops early
-/// (leaving the rest queued) only when the bare first write fails; returns false if the transaction
-/// could not start or broke, in which case the jobs it had taken are dropped.
-async fn run_transaction(
-    pool: &SqlitePool,
-    batch: &mut std::collections::VecDeque<WriteJob>,
-    changes: &tokio::sync::watch::Sender<u64>,
-) -> bool {
-    let Ok(mut tx) = pool.begin_with("BEGIN IMMEDIATE").await else {
-        return false;
-    };
-    let mut done: Vec<WriteDone> = Vec::with_capacity(batch.len());
-    let mut broken = None;
-    // Whether the previous write's savepoint is still open (released with the next one).
-    let mut open = false;
-    while let Some(job) = batch.pop_front() {
-        let bare = done.is_empty();
-        if !bare {
-            let sql = if open {
-                "RELEASE aip_write; SAVEPOINT aip_write"
+/// Opens the writer's connection, applies pending migrations and loads the cursor key.
+fn open_writer(
+    path: &Path,
+    busy_timeout: Duration,
+) -> StoreResult<(rusqlite::Connection, CursorKey)> {
+    use rusqlite::OpenFlags;
+    let backend = |e: rusqlite::Error| StoreError::from(crate::db::DbError::Sqlite(e));
+    let mut conn = rusqlite::Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(backend)?;
+    conn.busy_timeout(busy_timeout).map_err(backend)?;
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .map_err(backend)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Backend(format!(
+            "SQLite refused WAL mode (journal mode is {mode})"
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(backend)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(backend)?;
+    // Savepoint journals hold the pages each write of a group commit changes, so they can be
+    // rolled back alone; past 64 KiB SQLite spills them to a temporary file (two `pwrite`s per
+    // page). They are never needed after a crash (the WAL is), so they stay in memory.
+    conn.pragma_update(None, "temp_store", "MEMORY")
+        .map_err(backend)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    // `BEGIN IMMEDIATE` serializes concurrent openers of the same file.
+    for step in 0..2 {
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
+        let mut tx = SqliteTx(&mut conn);
+        let outcome = run_now(async {
+            if step == 0 {
+                SqliteStore::tx_migrate(&mut tx, migrate::SQLITE)
+                    .await
+                    .map(|()| None)
             } else {
-                "SAVEPOINT aip_write"
-            };
-            if let Err(e) = sqlx::raw_sql(sql).execute(&mut *tx).await {
-                broken = Some(e.to_string());
+                SqliteStore::tx_cursor_key(&mut tx).await.map(Some)
+            }
+        })
+        .unwrap_or_else(|| Err(StoreError::Backend("SQLite setup suspended".into())));
+        let end = if outcome.is_ok() {
+            "COMMIT"
+        } else {
+            "ROLLBACK"
+        };
+        let ended = conn.execute_batch(end).map_err(backend);
+        if let Some(key) = outcome? {
+            ended?;
+            return Ok((conn, key));
+        }
+        ended?;
+    }
+    Err(StoreError::Backend(
+        "SQLite setup did not load the cursor key".into(),
+    ))
+}
+
+/// The writer thread: takes every queued write (up to [`MAX_BATCH`]) into one transaction.
+fn write_loop(
+    conn: &mut rusqlite::Connection,
+    mut queue: tokio::sync::mpsc::Receiver<Request>,
+    changes: &tokio::sync::watch::Sender<u64>,
+) {
+    let mut closing = None;
+    while let Some(first) = queue.blocking_recv() {
+        let mut batch = std::collections::VecDeque::with_capacity(MAX_BATCH);
+        let mut next = Some(first);
+        while let Some(request) = next.take() {
+            match request {
+                Request::Write(job) => batch.push_back(job),
+                Request::Close(done) => {
+                    closing = Some(done);
+                    break;
+                }
+            }
+            if batch.len() < MAX_BATCH {
+                next = queue.try_recv().ok();
+            }
+        }
+        while !batch.is_empty() {
+            // Jobs dropped unrun (a transaction could not start or broke) surface as
+            // `Unavailable` to their callers.
+            if !run_transaction(conn, &mut batch, changes) {
                 break;
             }
         }
-        let d = job(&mut tx).await;
-        if bare {
-            if !d.ok {
-                // Only this write's work is in the transaction: dropping it undoes exactly that.
-                let _ = tx.rollback().await;
-                (d.deliver)(Err("rolled back".into()));
-                return true;
-            }
-            done.push(d);
-            continue;
+        if closing.is_some() {
+            break;
         }
-        open = d.ok;
-        let end = if d.ok {
-            Ok(())
-        } else {
-            sqlx::raw_sql("ROLLBACK TO aip_write; RELEASE aip_write")
-                .execute(&mut *tx)
-                .await
-                .map(|_| ())
+    }
+    // Writes queued after the close are refused (their callers hear `Unavailable`).
+    queue.close();
+    while queue.try_recv().is_ok() {}
+    if let Some(done) = closing {
+        let _ = done.send(());
+    }
+}
+
+/// Runs one job on the connection; `None` if it suspended (it is then dropped, and its caller
+/// hears that the write was abandoned).
+fn run_job(conn: &mut rusqlite::Connection, job: WriteJob) -> Option<WriteDone> {
+    let mut tx = SqliteTx(conn);
+    run_now(job(&mut tx))
+}
+
+/// Runs jobs from the front of `batch` in one transaction and delivers their outcomes. Stops early
+/// (leaving the rest queued) only when the bare first write fails; returns false if the
+/// transaction could not start or broke, in which case the jobs it had taken are dropped.
+///
+/// Savepoints are only taken where they protect another write: the first write of a transaction
+/// runs bare (if it fails, the transaction holding only its work is rolled back and the rest of
+/// the batch starts a new one), and each later write runs in a savepoint.
+fn run_transaction(
+    conn: &mut rusqlite::Connection,
+    batch: &mut std::collections::VecDeque<WriteJob>,
+    changes: &tokio::sync::watch::Sender<u64>,
+) -> bool {
+    if !conn.is_autocommit() {
+        // A transaction left open by an earlier failure holds nothing anyone was told about.
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    if conn.execute_batch("BEGIN IMMEDIATE").is_err() {
+        return false;
+    }
+    let mut done: Vec<WriteDone> = Vec::with_capacity(batch.len());
+    let mut broken = None;
+    while let Some(job) = batch.pop_front() {
+        let bare = done.is_empty();
+        if !bare && let Err(e) = conn.execute_batch("SAVEPOINT aip_write") {
+            broken = Some(e.to_string());
+            break;
+        }
+        let d = run_job(conn, job);
+        let ok = d.as_ref().is_some_and(|d| d.ok);
+        if bare && !ok {
+            // Only this write's work is in the transaction: rolling it back undoes exactly that.
+            let _ = conn.execute_batch("ROLLBACK");
+            if let Some(d) = d {
+                (d.deliver)(Err("rolled back".into()));
+            }
+            return true;
+        }
+        let end = match (bare, ok) {
+            (true, _) => Ok(()),
+            (false, true) => conn.execute_batch("RELEASE aip_write"),
+            (false, false) => conn.execute_batch("ROLLBACK TO aip_write; RELEASE aip_write"),
         };
-        done.push(d);
+        if let Some(d) = d {
+            done.push(d);
+        }
         if let Err(e) = end {
             broken = Some(e.to_string());
             break;
@@ -324,11 +435,14 @@ async fn run_transaction(
     }
     let outcome = match broken {
         Some(e) => {
-            let _ = tx.rollback().await;
+            let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
-        None => tx.commit().await.map_err(|e| e.to_string()),
+        None => conn.execute_batch("COMMIT").map_err(|e| e.to_string()),
     };
+    if outcome.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
     let committed = outcome.is_ok();
     if committed && done.iter().any(|d| d.ok && d.notify) {
         changes.send_modify(|v| *v = v.wrapping_add(1));
@@ -339,25 +453,96 @@ async fn run_transaction(
     committed
 }
 
-async fn migrate_sqlite(pool: &SqlitePool) -> StoreResult<()> {
-    // BEGIN IMMEDIATE serializes concurrent openers of the same file.
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    SqliteStore::tx_migrate(&mut tx, migrate::SQLITE).await?;
-    tx.commit().await?;
-    Ok(())
-}
+sql_store_impl!(SqliteStore, Backend::Sqlite, lock = "", claim_lock = "");
 
-async fn load_key(pool: &SqlitePool) -> StoreResult<CursorKey> {
-    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let key = SqliteStore::tx_cursor_key(&mut tx).await?;
-    tx.commit().await?;
-    Ok(key)
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::AppRecord;
+    use crate::store::Store as _;
 
-sql_store_impl!(
-    SqliteStore,
-    Sqlite,
-    Backend::Sqlite,
-    lock = "",
-    claim_lock = ""
-);
+    fn record(id: &str) -> AppRecord {
+        AppRecord {
+            collection: "c".into(),
+            record_id: id.into(),
+            tenant: "t".into(),
+            created_at_ms: 1,
+            body: serde_json::json!({ "id": id }),
+        }
+    }
+
+    async fn open(dir: &tempfile::TempDir) -> SqliteStore {
+        SqliteStore::open(dir.path().join("aip.db")).await.unwrap()
+    }
+
+    /// A write that records `id` and then waits on something other than its statements.
+    async fn suspending_write(s: &SqliteStore, id: &'static str) -> StoreResult<()> {
+        s.write(true, move |tx| {
+            Box::pin(async move {
+                crate::db::query(
+                    "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ('c', $1, 't', 1, '{}')",
+                )
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+                tokio::task::yield_now().await;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    #[tokio::test]
+    async fn a_write_that_waits_on_anything_but_its_statements_is_rolled_back_and_reported_unavailable()
+     {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(&dir).await;
+        // Alone (the transaction's bare first write) and inside a group commit (a savepoint).
+        let alone = suspending_write(&s, "x0").await;
+        assert!(
+            matches!(alone, Err(StoreError::Unavailable(_))),
+            "{alone:?}"
+        );
+        let (a, b, c) = tokio::join!(
+            s.insert_record(record("r1")),
+            suspending_write(&s, "x1"),
+            s.insert_record(record("r2")),
+        );
+        assert!(a.is_ok() && c.is_ok(), "{a:?} {c:?}");
+        assert!(matches!(b, Err(StoreError::Unavailable(_))), "{b:?}");
+        let ids: Vec<String> = s
+            .list_records("c", "t", crate::model::Limit::max())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.record_id)
+            .collect();
+        assert_eq!(ids, ["r1", "r2"]);
+    }
+
+    #[tokio::test]
+    async fn writes_after_close_are_refused_and_committed_ones_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(&dir).await;
+        s.insert_record(record("r1")).await.unwrap();
+        s.close().await;
+        let late = s.insert_record(record("r2")).await;
+        assert!(matches!(late, Err(StoreError::Unavailable(_))), "{late:?}");
+        let again = open(&dir).await;
+        assert_eq!(again.count_records("c", "t").await.unwrap(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_database_that_cannot_be_opened_is_a_typed_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = SqliteStore::open(dir.path().join("missing").join("aip.db"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+        // A file that is not a database.
+        let junk = dir.path().join("junk.db");
+        std::fs::write(&junk, vec![7u8; 8192]).unwrap();
+        let err = SqliteStore::open(&junk).await.unwrap_err();
+        assert!(matches!(err, StoreError::Backend(_)), "{err:?}");
+    }
+}
