@@ -521,6 +521,32 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_writer_commits_in_wal_mode_with_full_sync_and_foreign_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(&dir).await;
+        let settings = s
+            .write(false, |tx| {
+                Box::pin(async move {
+                    let mut out = Vec::new();
+                    for pragma in ["journal_mode", "synchronous", "foreign_keys", "temp_store"] {
+                        let row = crate::db::query(format!("PRAGMA {pragma}"))
+                            .fetch_one(&mut *tx)
+                            .await?;
+                        out.push(match row.try_get::<String>(pragma) {
+                            Ok(text) => text,
+                            Err(_) => row.try_get::<i64>(pragma)?.to_string(),
+                        });
+                    }
+                    Ok(out)
+                })
+            })
+            .await
+            .unwrap();
+        // FULL = 2, foreign keys on = 1, temp_store MEMORY = 2.
+        assert_eq!(settings, ["wal", "2", "1", "2"]);
+    }
+
+    #[tokio::test]
     async fn writes_after_close_are_refused_and_committed_ones_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let s = open(&dir).await;
