@@ -67,7 +67,9 @@ pub use approval::*;
 pub use audit::*;
 pub use callback::*;
 pub use content::*;
-pub use decode::{decode_body, decode_envelope, decode_envelope_value, decode_value};
+pub use decode::{
+    decode_body, decode_envelope, decode_envelope_value, decode_value, envelope_from_value,
+};
 pub use delegation::*;
 pub use envelope::{AipVersion, Envelope};
 pub use error::*;

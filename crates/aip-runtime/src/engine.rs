@@ -130,6 +130,11 @@ impl Runtime {
         })
     }
 
+    /// The bounds every envelope is decoded under (bindings that decode first use the same).
+    pub fn decode_limits(&self) -> &aip_core::Limits {
+        &self.config.decode_limits
+    }
+
     /// The store (for readiness probes).
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
@@ -163,9 +168,22 @@ impl Runtime {
                 Ok(decoded) => decoded,
                 Err(err) => return error_reply(None, &RuntimeError::Decode(err)),
             };
-        match self.serve(caller, &envelope, &raw, endpoint).await {
+        self.handle_decoded(caller, &envelope, &raw, endpoint).await
+    }
+
+    /// [`Runtime::handle`] for an envelope a binding has already decoded (with
+    /// [`aip_core::decode_envelope_value`] or the same limits): `raw` is the JSON as received, which
+    /// signature checks hash.
+    pub async fn handle_decoded(
+        self: &Arc<Self>,
+        caller: &Caller,
+        envelope: &Envelope,
+        raw: &Value,
+        endpoint: Endpoint,
+    ) -> Reply {
+        match self.serve(caller, envelope, raw, endpoint).await {
             Ok(reply) => reply,
-            Err(err) => error_reply(Some(&envelope), &err),
+            Err(err) => error_reply(Some(envelope), &err),
         }
     }
 

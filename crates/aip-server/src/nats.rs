@@ -372,14 +372,11 @@ impl Service {
     }
 
     async fn answer(&self, message: &async_nats::Message) -> (Form, Reply, Option<Follow>) {
-        let limits = aip_core::Limits {
-            max_bytes: self.max_bytes,
-            ..aip_core::Limits::default()
-        };
+        let limits = self.runtime.decode_limits();
         let payload = message.payload.as_ref();
         // Bound before parsing anything (spec 20: size policy is a binding responsibility).
         if payload.len() > self.max_bytes
-            && let Err(err) = aip_core::decode_envelope(payload, &limits)
+            && let Err(err) = aip_core::decode_envelope_value(payload, limits)
         {
             return (
                 Form::Bare,
@@ -387,11 +384,8 @@ impl Service {
                 None,
             );
         }
-        let (form, envelope_bytes) = match unwrap_transport(payload) {
-            Some((form, bytes)) => (form, bytes),
-            None => (Form::Bare, payload.to_vec()),
-        };
-        let (envelope, raw) = match aip_core::decode_envelope_value(&envelope_bytes, &limits) {
+        let (form, decoded) = decode_request(payload, limits);
+        let (envelope, raw) = match decoded {
             Ok(decoded) => decoded,
             Err(err) => return (form, error_reply(None, &RuntimeError::Decode(err)), None),
         };
@@ -415,7 +409,7 @@ impl Service {
         };
         let reply = self
             .runtime
-            .handle(&caller, &envelope_bytes, Endpoint::Messages)
+            .handle_decoded(&caller, &envelope, &raw, Endpoint::Messages)
             .await;
         let resume_after = message
             .headers
@@ -596,18 +590,51 @@ impl Service {
     }
 }
 
-/// A `TransportMessage` (`{"envelope": {...}, "metadata"?: {...}}`) yields its envelope's bytes.
-fn unwrap_transport(payload: &[u8]) -> Option<(Form, Vec<u8>)> {
-    let value: Value = serde_json::from_slice(payload).ok()?;
-    let object = value.as_object()?;
-    if object.contains_key("aip_version") {
-        return None;
+/// Decodes a request payload, parsing it once: a bare envelope, or a `TransportMessage`
+/// (`{"envelope": {...}, "metadata"?: {...}}`) whose envelope is bounded as if it had been sent alone.
+/// Errors are exactly those of [`aip_core::decode_envelope_value`] on the envelope's bytes.
+fn decode_request(
+    payload: &[u8],
+    limits: &aip_core::Limits,
+) -> (Form, Result<(Envelope, Value), aip_core::DecodeError>) {
+    let Ok(value) = serde_json::from_slice::<Value>(payload) else {
+        // Not JSON: the decoder names the failure (a limit, or malformed JSON).
+        return (Form::Bare, aip_core::decode_envelope_value(payload, limits));
+    };
+    match transport_envelope(value) {
+        Ok(envelope) => {
+            // Serializing a `Value` cannot fail (its map keys are strings).
+            let bytes = serde_json::to_vec(&envelope).unwrap_or_default();
+            let decoded = limits
+                .prescan(&bytes)
+                .and_then(|()| aip_core::envelope_from_value(&envelope))
+                .map(|e| (e, envelope));
+            (Form::Wrapped, decoded)
+        }
+        Err(value) => {
+            let decoded = limits
+                .prescan(payload)
+                .and_then(|()| aip_core::envelope_from_value(&value))
+                .map(|e| (e, value));
+            (Form::Bare, decoded)
+        }
     }
-    let envelope = object.get("envelope")?;
-    if object.keys().any(|k| k != "envelope" && k != "metadata") {
-        return None;
+}
+
+/// The envelope of a `TransportMessage`, or the value back when it is not one.
+fn transport_envelope(value: Value) -> Result<Value, Value> {
+    let is_transport = value.as_object().is_some_and(|object| {
+        !object.contains_key("aip_version")
+            && object.contains_key("envelope")
+            && object.keys().all(|k| k == "envelope" || k == "metadata")
+    });
+    if !is_transport {
+        return Err(value);
     }
-    Some((Form::Wrapped, serde_json::to_vec(envelope).ok()?))
+    match value {
+        Value::Object(mut object) => object.remove("envelope").ok_or(Value::Object(object)),
+        other => Err(other),
+    }
 }
 
 /// Reply headers (spec 20.4) and payload in the request's form.
@@ -757,11 +784,57 @@ mod tests {
 
     #[test]
     fn a_transport_message_is_unwrapped_and_a_bare_envelope_is_not() {
-        let wrapped = br#"{"envelope":{"aip_version":"1.0"},"metadata":{"k":"v"}}"#;
-        let (form, bytes) = unwrap_transport(wrapped).unwrap();
-        assert!(form == Form::Wrapped);
-        assert_eq!(bytes, br#"{"aip_version":"1.0"}"#);
-        assert!(unwrap_transport(br#"{"aip_version":"1.0","envelope":{}}"#).is_none());
-        assert!(unwrap_transport(br#"{"envelope":{},"extra":1}"#).is_none());
+        let unwrap = |raw: &str| transport_envelope(serde_json::from_str(raw).unwrap());
+        let wrapped = unwrap(r#"{"envelope":{"aip_version":"1.0"},"metadata":{"k":"v"}}"#);
+        assert_eq!(wrapped, Ok(json!({ "aip_version": "1.0" })));
+        assert!(unwrap(r#"{"aip_version":"1.0","envelope":{}}"#).is_err());
+        assert!(unwrap(r#"{"envelope":{},"extra":1}"#).is_err());
+        assert!(unwrap(r#"{"metadata":{}}"#).is_err());
+    }
+
+    #[test]
+    fn a_request_decodes_like_the_envelope_alone_in_either_form() {
+        let limits = aip_core::Limits::default();
+        let envelope = json!({
+            "aip_version": "1.0",
+            "message_type": "aip.core.v1.heartbeat",
+            "message_id": "msg_1",
+            "sent_at": "2026-01-01T00:00:00Z",
+            "body": { "heartbeat": { "sequence": 1, "status": "alive" } }
+        });
+        let bare = serde_json::to_vec(&envelope).unwrap();
+        let wrapped = serde_json::to_vec(&json!({ "envelope": envelope })).unwrap();
+        for (payload, expected) in [(&bare, Form::Bare), (&wrapped, Form::Wrapped)] {
+            let (form, decoded) = decode_request(payload, &limits);
+            assert!(form == expected);
+            let reference = aip_core::decode_envelope_value(&bare, &limits);
+            match (decoded, reference) {
+                (Ok((a, raw)), Ok((b, _))) => {
+                    assert_eq!(a.message_id, b.message_id);
+                    assert_eq!(raw, envelope);
+                }
+                (a, b) => panic!("{a:?} vs {b:?}"),
+            }
+        }
+        // Every failure is the decoder's own error for the same bytes.
+        let tight = aip_core::Limits {
+            max_bytes: 64,
+            ..aip_core::Limits::default()
+        };
+        for payload in [&b"not json"[..], &b"{\"aip_version\":1}"[..], &bare[..]] {
+            let (_, decoded) = decode_request(payload, &tight);
+            let reference = aip_core::decode_envelope_value(payload, &tight);
+            assert_eq!(
+                decoded.map(|_| ()).unwrap_err().to_string(),
+                reference.map(|_| ()).unwrap_err().to_string()
+            );
+        }
+        // A wrapped envelope is bounded as if sent alone.
+        let (_, decoded) = decode_request(&wrapped, &tight);
+        let alone = aip_core::decode_envelope_value(&bare, &tight);
+        assert_eq!(
+            decoded.map(|_| ()).unwrap_err().to_string(),
+            alone.map(|_| ()).unwrap_err().to_string()
+        );
     }
 }
