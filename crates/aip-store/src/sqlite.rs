@@ -558,6 +558,55 @@ mod tests {
         assert_eq!(again.count_records("c", "t").await.unwrap(), 1);
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn two_handles_on_one_file_write_concurrently_with_unique_gapless_event_sequences() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (
+            std::sync::Arc::new(open(&dir).await),
+            std::sync::Arc::new(open(&dir).await),
+        );
+        let mut tasks = Vec::new();
+        for i in 0..40 {
+            let s = if i % 2 == 0 { a.clone() } else { b.clone() };
+            tasks.push(tokio::spawn(async move {
+                let events = (0..3)
+                    .map(|k| NewEvent {
+                        event_id: format!("e{i}_{k}"),
+                        kind: "test.event".into(),
+                        tenant: "t".into(),
+                        principal: None,
+                        session_id: None,
+                        action_id: None,
+                        correlation_id: None,
+                        occurred_at_ms: 1,
+                        data: serde_json::json!({ "i": i }),
+                    })
+                    .collect();
+                s.append_events(events).await
+            }));
+        }
+        let mut seqs = Vec::new();
+        for t in tasks {
+            let got = t.await.unwrap().unwrap();
+            // One write's events are consecutive.
+            assert!(got.windows(2).all(|w| w[1] == w[0] + 1), "{got:?}");
+            seqs.extend(got);
+        }
+        seqs.sort_unstable();
+        assert_eq!(seqs, (1..=120).collect::<Vec<u64>>());
+        let query = crate::model::EventQuery {
+            tenant: "t".into(),
+            principal: None,
+            action_id: None,
+            session_id: None,
+        };
+        let listed = b
+            .list_events(&query, None, crate::model::Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(listed.items.len(), 120);
+    }
+
     #[tokio::test]
     async fn a_database_that_cannot_be_opened_is_a_typed_error() {
         let dir = tempfile::tempdir().unwrap();
