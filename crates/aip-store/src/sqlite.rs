@@ -376,11 +376,15 @@ fn write_loop(
     }
 }
 
-/// Runs one job on the connection; `None` if it suspended (it is then dropped, and its caller
-/// hears that the write was abandoned).
+/// Runs one job on the connection; `None` if it suspended or panicked (it is then dropped, its
+/// work is rolled back by the caller, and its caller hears that the write was abandoned). A
+/// panicking write is a bug, but it must not take the writer, and every later write, down with it.
 fn run_job(conn: &mut rusqlite::Connection, job: WriteJob) -> Option<WriteDone> {
-    let mut tx = SqliteTx(conn);
-    run_now(job(&mut tx))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut tx = SqliteTx(conn);
+        run_now(job(&mut tx))
+    }))
+    .unwrap_or(None)
 }
 
 /// Runs jobs from the front of `batch` in one transaction and delivers their outcomes. Stops early
@@ -518,6 +522,40 @@ mod tests {
             .map(|r| r.record_id)
             .collect();
         assert_eq!(ids, ["r1", "r2"]);
+    }
+
+    #[tokio::test]
+    async fn a_write_that_panics_is_rolled_back_and_the_writer_keeps_serving() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = open(&dir).await;
+        let panicking = s
+            .write(true, |tx| {
+                Box::pin(async move {
+                    crate::db::query(
+                        "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ('c', 'x', 't', 1, '{}')",
+                    )
+                    .execute(&mut *tx)
+                    .await?;
+                    if tx.batch("SELECT 1").await.is_ok() {
+                        panic!("a bug inside a write");
+                    }
+                    Ok(())
+                })
+            })
+            .await;
+        assert!(
+            matches!(panicking, Err(StoreError::Unavailable(_))),
+            "{panicking:?}"
+        );
+        s.insert_record(record("r1")).await.unwrap();
+        let ids: Vec<String> = s
+            .list_records("c", "t", crate::model::Limit::max())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.record_id)
+            .collect();
+        assert_eq!(ids, ["r1"]);
     }
 
     #[tokio::test]
