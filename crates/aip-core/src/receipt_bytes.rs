@@ -617,12 +617,17 @@ impl<'a> Scanner<'a> {
                     Ok::<_, Bail>((run.receipts, other.i))
                 })
                 .ok();
-            let first = self.run(depth, if handle.is_some() { Some(stop) } else { None })?;
+            let first = self.run(depth, if handle.is_some() { Some(stop) } else { None });
+            // Always joined, also when its work goes unused: the scope alone waits only until the
+            // worker's closure returns, not until its thread has exited, and a thread still
+            // exiting holds glibc's thread-exit allocations (which LeakSanitizer reported).
+            let joined = handle.map(|h| h.join());
+            let first = first?;
             if !first.at_stop {
                 return Ok(first.receipts);
             }
             // A panicking worker is a bug; this thread then scans the rest itself.
-            let tail = match handle.map(|h| h.join()) {
+            let tail = match joined {
                 Some(Ok(Ok((tail, end)))) => {
                     self.i = end;
                     tail
