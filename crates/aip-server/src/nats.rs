@@ -299,7 +299,6 @@ pub async fn start(
         bound,
         signers,
         prefix,
-        max_bytes: config.limits.max_body_bytes,
     });
     let permits = Arc::new(tokio::sync::Semaphore::new(nats.max_in_flight));
     let task = tokio::spawn(async move {
@@ -324,7 +323,6 @@ struct Service {
     bound: Option<Caller>,
     signers: HashMap<String, String>,
     prefix: String,
-    max_bytes: usize,
 }
 
 /// An action stream to publish after the reply.
@@ -373,18 +371,7 @@ impl Service {
 
     async fn answer(&self, message: &async_nats::Message) -> (Form, Reply, Option<Follow>) {
         let limits = self.runtime.decode_limits();
-        let payload = message.payload.as_ref();
-        // Bound before parsing anything (spec 20: size policy is a binding responsibility).
-        if payload.len() > self.max_bytes
-            && let Err(err) = aip_core::decode_envelope_value(payload, limits)
-        {
-            return (
-                Form::Bare,
-                error_reply(None, &RuntimeError::Decode(err)),
-                None,
-            );
-        }
-        let (form, decoded) = decode_request(payload, limits);
+        let (form, decoded) = decode_request(message.payload.as_ref(), limits);
         let (envelope, raw) = match decoded {
             Ok(decoded) => decoded,
             Err(err) => return (form, error_reply(None, &RuntimeError::Decode(err)), None),
@@ -597,6 +584,11 @@ fn decode_request(
     payload: &[u8],
     limits: &aip_core::Limits,
 ) -> (Form, Result<(Envelope, Value), aip_core::DecodeError>) {
+    // Bound before parsing anything (spec 20: size policy is a binding responsibility): the
+    // decoder's own size check names the error.
+    if payload.len() > limits.max_bytes {
+        return (Form::Bare, aip_core::decode_envelope_value(payload, limits));
+    }
     let Ok(value) = serde_json::from_slice::<Value>(payload) else {
         // Not JSON: the decoder names the failure (a limit, or malformed JSON).
         return (Form::Bare, aip_core::decode_envelope_value(payload, limits));

@@ -293,10 +293,24 @@ fn sqlite_run(conn: &rusqlite::Connection, stmt: Stmt<'_>, want: Want) -> DbResu
     if want == Want::Affected && s.column_count() == 0 {
         return Ok(Output::Affected(s.raw_execute()? as u64));
     }
-    let names: Arc<[String]> = s.column_names().into_iter().map(str::to_owned).collect();
+    // Column names are copied only for a statement that returns rows (most writes return none).
+    let mut names: Option<Arc<[String]>> = None;
+    let count = s.column_count();
     let mut found = Vec::new();
     let mut rows = s.raw_query();
     while let Some(r) = rows.next()? {
+        let names = names
+            .get_or_insert_with(|| {
+                let stmt = r.as_ref();
+                (0..count)
+                    // `i` is below the column count, so every name exists.
+                    .map(|i| {
+                        stmt.column_name(i)
+                            .map_or_else(|_| String::new(), str::to_owned)
+                    })
+                    .collect()
+            })
+            .clone();
         let mut values = Vec::with_capacity(names.len());
         for i in 0..names.len() {
             values.push(match r.get_ref(i)? {
@@ -310,10 +324,7 @@ fn sqlite_run(conn: &rusqlite::Connection, stmt: Stmt<'_>, want: Want) -> DbResu
                 rusqlite::types::ValueRef::Blob(b) => Val::Blob(b.to_vec()),
             });
         }
-        found.push(Row::Owned(OwnedRow {
-            names: names.clone(),
-            values,
-        }));
+        found.push(Row::Owned(OwnedRow { names, values }));
     }
     Ok(match want {
         Want::Rows => Output::Rows(found),

@@ -85,15 +85,6 @@ pub struct SqliteStore {
     path: PathBuf,
 }
 
-impl std::fmt::Debug for Request {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Request::Write(_) => "Write",
-            Request::Close(_) => "Close",
-        })
-    }
-}
-
 impl SqliteStore {
     /// Opens (creating if missing) the database file at `path` and applies pending migrations.
     pub async fn open(path: impl AsRef<Path>) -> StoreResult<Self> {
@@ -304,35 +295,24 @@ fn open_writer(
     conn.pragma_update(None, "temp_store", "MEMORY")
         .map_err(backend)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    // `BEGIN IMMEDIATE` serializes concurrent openers of the same file.
-    for step in 0..2 {
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
+    // One `BEGIN IMMEDIATE` transaction serializes concurrent openers of the same file.
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(backend)?;
+    let setup = run_now(async {
         let mut tx = SqliteTx(&mut conn);
-        let outcome = run_now(async {
-            if step == 0 {
-                SqliteStore::tx_migrate(&mut tx, migrate::SQLITE)
-                    .await
-                    .map(|()| None)
-            } else {
-                SqliteStore::tx_cursor_key(&mut tx).await.map(Some)
-            }
-        })
-        .unwrap_or_else(|| Err(StoreError::Backend("SQLite setup suspended".into())));
-        let end = if outcome.is_ok() {
-            "COMMIT"
-        } else {
-            "ROLLBACK"
-        };
-        let ended = conn.execute_batch(end).map_err(backend);
-        if let Some(key) = outcome? {
-            ended?;
-            return Ok((conn, key));
+        SqliteStore::tx_migrate(&mut tx, migrate::SQLITE).await?;
+        SqliteStore::tx_cursor_key(&mut tx).await
+    })
+    .unwrap_or_else(|| Err(StoreError::Backend("SQLite setup suspended".into())));
+    match setup {
+        Ok(key) => {
+            conn.execute_batch("COMMIT").map_err(backend)?;
+            Ok((conn, key))
         }
-        ended?;
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
     }
-    Err(StoreError::Backend(
-        "SQLite setup did not load the cursor key".into(),
-    ))
 }
 
 /// The writer thread: takes every queued write (up to [`MAX_BATCH`]) into one transaction.
@@ -475,6 +455,16 @@ mod tests {
         }
     }
 
+    /// The ids of the records in collection `c` of tenant `t`.
+    async fn record_ids(s: &SqliteStore) -> Vec<String> {
+        s.list_records("c", "t", crate::model::Limit::max())
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.record_id)
+            .collect()
+    }
+
     async fn open(dir: &tempfile::TempDir) -> SqliteStore {
         SqliteStore::open(dir.path().join("aip.db")).await.unwrap()
     }
@@ -514,13 +504,7 @@ mod tests {
         );
         assert!(a.is_ok() && c.is_ok(), "{a:?} {c:?}");
         assert!(matches!(b, Err(StoreError::Unavailable(_))), "{b:?}");
-        let ids: Vec<String> = s
-            .list_records("c", "t", crate::model::Limit::max())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|r| r.record_id)
-            .collect();
+        let ids = record_ids(&s).await;
         assert_eq!(ids, ["r1", "r2"]);
     }
 
@@ -548,13 +532,7 @@ mod tests {
             "{panicking:?}"
         );
         s.insert_record(record("r1")).await.unwrap();
-        let ids: Vec<String> = s
-            .list_records("c", "t", crate::model::Limit::max())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|r| r.record_id)
-            .collect();
+        let ids = record_ids(&s).await;
         assert_eq!(ids, ["r1"]);
     }
 

@@ -85,17 +85,7 @@ async fn postgres_events_committed_late_are_never_skipped_by_a_cursor() {
         return;
     };
     let s = &h.store;
-    let ev = |id: &str| NewEvent {
-        event_id: id.into(),
-        kind: "aip.test".into(),
-        tenant: "t1".into(),
-        principal: None,
-        session_id: None,
-        action_id: None,
-        correlation_id: None,
-        occurred_at_ms: 1,
-        data: json!({}),
-    };
+    let ev = |id: &str| cases::event(id, "t1", None, None);
     s.append_events(vec![ev("e1")]).await.unwrap();
     let q = EventQuery {
         tenant: "t1".into(),
@@ -161,19 +151,9 @@ async fn postgres_concurrent_writers_each_list_their_own_events_when_their_write
             let s = Arc::clone(&h.store);
             tokio::spawn(async move {
                 let event_id = format!("rw-{i}");
-                s.append_events(vec![NewEvent {
-                    event_id: event_id.clone(),
-                    kind: "aip.test".into(),
-                    tenant: "t-rw".into(),
-                    principal: None,
-                    session_id: None,
-                    action_id: None,
-                    correlation_id: None,
-                    occurred_at_ms: 1,
-                    data: json!({}),
-                }])
-                .await
-                .unwrap();
+                s.append_events(vec![cases::event(&event_id, "t-rw", None, None)])
+                    .await
+                    .unwrap();
                 let q = EventQuery {
                     tenant: "t-rw".into(),
                     ..Default::default()
@@ -246,7 +226,12 @@ mod cases {
         }
     }
 
-    fn event(id: &str, tenant: &str, principal: Option<&str>, action: Option<&str>) -> NewEvent {
+    pub(super) fn event(
+        id: &str,
+        tenant: &str,
+        principal: Option<&str>,
+        action: Option<&str>,
+    ) -> NewEvent {
         NewEvent {
             event_id: id.into(),
             kind: "aip.action.accepted".into(),
