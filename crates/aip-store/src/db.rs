@@ -295,20 +295,13 @@ fn sqlite_run(conn: &rusqlite::Connection, stmt: Stmt<'_>, want: Want) -> DbResu
     }
     // Column names are copied only for a statement that returns rows (most writes return none).
     let mut names: Option<Arc<[String]>> = None;
-    let count = s.column_count();
     let mut found = Vec::new();
     let mut rows = s.raw_query();
     while let Some(r) = rows.next()? {
         let names = names
             .get_or_insert_with(|| {
-                let stmt = r.as_ref();
-                (0..count)
-                    // `i` is below the column count, so every name exists.
-                    .map(|i| {
-                        stmt.column_name(i)
-                            .map_or_else(|_| String::new(), str::to_owned)
-                    })
-                    .collect()
+                let stmt: &rusqlite::Statement<'_> = r.as_ref();
+                stmt.column_names().into_iter().map(str::to_owned).collect()
             })
             .clone();
         let mut values = Vec::with_capacity(names.len());
