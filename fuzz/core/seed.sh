@@ -22,8 +22,9 @@ pieces = [
     b'{"\\ud83d\\ude00":"\xc3\xa9","\xee\x80\x80":-0,"n":12345678901234567890}',
     b'{}',
     b'{"k":"\\u001F\\u001f\\n","arr":[{"y":1,"x":2}]}',
+    b'{"a":01,"b":1.0,"c":"\\u0041","d":{"y":1,"x":2}}',
 ]
-for mode in (2, 3, 6, 10, 14, 18, 30):
+for mode in (2, 3, 6, 10, 14, 18, 30, 34, 35, 50):
     s = bytes([mode]) + b"\xff".join(pieces)
     open(os.path.join("corpus/receipt_verify", hashlib.sha1(s).hexdigest()), "wb").write(s)
 def chain(pretty):

@@ -15,9 +15,10 @@
 //! broken index identical to [`crate::receipts::verify_chain_value`] by construction.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, mpsc};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::receipts::{HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form};
 
@@ -30,8 +31,9 @@ type Scan<T> = Result<T, Bail>;
 /// Deepest nesting the scanner follows (serde_json's own limit is 128).
 const MAX_DEPTH: usize = 100;
 
-/// Receipt arrays with at least this many bytes are scanned and hashed on two threads.
-pub(crate) const PARALLEL_MIN_BYTES: usize = 256 << 10;
+/// Receipt arrays with at least this many bytes (counted to the document's end) are hashed on a
+/// second thread while they are scanned; below ~100 KB handing work over cost more than it saved.
+pub(crate) const PARALLEL_MIN_BYTES: usize = 128 << 10;
 
 /// How far a token is from the canonical form.
 const CANONICAL: u8 = 0;
@@ -91,39 +93,391 @@ enum Root {
     Str(usize, usize),
 }
 
-/// The receipts of a `receipts` array, each hash already verified as it was scanned; `Err` when
-/// the array is not all objects or a receipt does not verify (decided only if this chain is the one
-/// the reference path would select).
-type Receipts<'a> = Scan<Vec<Checked<'a>>>;
+/// A `receipts` array whose receipts, links and root verified; `Err` when the array is not all
+/// objects or a receipt or link does not verify (decided only if this chain is the one the
+/// reference path would select).
+type Receipts = Scan<Verified>;
+
+/// What a verified `receipts` array gives.
+struct Verified {
+    count: usize,
+    /// Lowercase hex root over the receipts' hashes, in order.
+    root: [u8; 64],
+}
+
+/// A canonical receipt whose hash is still to be computed from the received bytes.
+#[derive(Clone, Copy)]
+struct Job {
+    start: usize,
+    end: usize,
+    /// Content bounds of the stated `hash` string.
+    value: (usize, usize),
+    /// Bounds of the whole `hash` member.
+    member: (usize, usize),
+    /// Received out of member order: the range of its members, sorted by name, in the member list
+    /// the job travels with.
+    sorted: Option<(usize, usize)>,
+}
+
+/// A receipt on its way to the hasher, in chain order.
+enum Item<'a> {
+    /// To be hashed from the bytes; its stated hash then feeds the root.
+    Hash(Job),
+    /// Verified already (through the reference canonicaliser); its hash feeds the root.
+    Verified(Cow<'a, [u8]>),
+}
+
+/// Receipts handed to the hasher's thread at once, with the sorted members their jobs refer to.
+#[derive(Default)]
+struct Batch<'a> {
+    items: Vec<Item<'a>>,
+    members: Vec<Member>,
+}
+
+/// Receipts in the first batch (small, so the hasher starts early) and in each later one.
+const FIRST_BATCH: usize = 8;
+const BATCH: usize = 64;
+
+/// Where the scanner sends each receipt it has checked for canonical form and linked.
+enum Sink<'s, 'a> {
+    /// One thread: hash it now, while its bytes are in cache.
+    Inline(&'s mut Hasher<'a>),
+    /// Two threads: batch it for the hasher's thread.
+    Send {
+        tx: mpsc::Sender<Batch<'a>>,
+        batch: Batch<'a>,
+        /// Receipts in the batch being filled before it is sent.
+        limit: usize,
+        /// Set by the hasher when a receipt did not verify: nothing more needs hashing.
+        failed: &'s AtomicBool,
+    },
+}
+
+impl<'a> Sink<'_, 'a> {
+    /// `members` is the list a [`Job::sorted`] range points into.
+    #[inline(always)]
+    fn push(&mut self, item: Item<'a>, members: &[Member]) -> Scan<()> {
+        match self {
+            Sink::Inline(hasher) => hasher.item(&item, members),
+            Sink::Send {
+                tx,
+                batch,
+                limit,
+                failed,
+            } => {
+                let item = match item {
+                    Item::Hash(mut job) => {
+                        if let Some((s, e)) = job.sorted {
+                            let ms = members.get(s..e).ok_or(Bail)?;
+                            let at = batch.members.len();
+                            batch.members.extend_from_slice(ms);
+                            job.sorted = Some((at, batch.members.len()));
+                        }
+                        Item::Hash(job)
+                    }
+                    verified => verified,
+                };
+                batch.items.push(item);
+                if batch.items.len() >= *limit {
+                    if failed.load(Ordering::Relaxed) {
+                        return Err(Bail);
+                    }
+                    *limit = BATCH;
+                    let next = Batch {
+                        items: Vec::with_capacity(BATCH),
+                        members: Vec::new(),
+                    };
+                    // The hasher drops its receiver only after the last batch.
+                    let _ = tx.send(std::mem::replace(batch, next));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands over what is left; the hasher's thread sees the end of the array once the sink is
+    /// dropped.
+    fn finish(self) {
+        if let Sink::Send { tx, batch, .. } = self
+            && !batch.items.is_empty()
+        {
+            let _ = tx.send(batch);
+        }
+    }
+}
+
+/// SHA-256's initial hash value (FIPS 180-4, 5.3.3).
+const SHA256_INIT: [u32; 8] = [
+    0x6a09_e667,
+    0xbb67_ae85,
+    0x3c6e_f372,
+    0xa54f_f53a,
+    0x510e_527f,
+    0x9b05_688c,
+    0x1f83_d9ab,
+    0x5be0_cd19,
+];
+
+/// Bytes a [`Sha`] collects before it runs the block function over them.
+const SHA_PENDING: usize = 8 << 10;
+
+/// SHA-256 driven through the bare block function: input is collected and compressed many blocks
+/// per call, and the padding is written into the same buffer, so a receipt of a few hundred bytes
+/// costs one call instead of one per `update` plus one for the padding (the per-call setup was a
+/// fifth of the hashing time).
+struct Sha {
+    state: [u32; 8],
+    pending: Vec<u8>,
+    /// Bytes compressed so far.
+    done: u64,
+}
+
+impl Sha {
+    fn new() -> Self {
+        Sha {
+            state: SHA256_INIT,
+            pending: Vec::with_capacity(SHA_PENDING + 128),
+            done: 0,
+        }
+    }
+
+    #[inline(always)]
+    fn update(&mut self, data: &[u8]) {
+        self.pending.extend_from_slice(data);
+        if self.pending.len() >= SHA_PENDING {
+            let (blocks, _) = self.pending.as_chunks::<64>();
+            sha2_blocks::block_api::compress256(&mut self.state, blocks);
+            let n = blocks.len() * 64;
+            self.done += n as u64;
+            self.pending.drain(..n);
+        }
+    }
+
+    /// The digest of everything given; starts over.
+    fn finish(&mut self) -> [u8; 32] {
+        pad(&mut self.pending, self.done);
+        let (blocks, _) = self.pending.as_chunks::<64>();
+        sha2_blocks::block_api::compress256(&mut self.state, blocks);
+        let out = digest_bytes(self.state);
+        self.state = SHA256_INIT;
+        self.pending.clear();
+        self.done = 0;
+        out
+    }
+}
+
+/// SHA-256 of one receipt after another, reusing the work on their common start: receipts of one
+/// chain usually open with the same bytes (in name order `actor` comes first, and one actor often
+/// writes the whole chain), and the hash state after a run of 64-byte blocks depends on nothing
+/// but those blocks. When a message's leading blocks are byte for byte those of the message
+/// before, the state after them is taken from that message instead of being computed again; the
+/// digests are exactly SHA-256's. At most two calls of the block function a receipt.
+struct ReceiptSha {
+    /// The message being written, then padded.
+    cur: Vec<u8>,
+    /// The message before, padded.
+    prev: Vec<u8>,
+    /// How many leading blocks `prev` shared with the one before it, and the state after them.
+    checkpoint: (usize, [u32; 8]),
+}
+
+impl ReceiptSha {
+    fn new() -> Self {
+        ReceiptSha {
+            cur: Vec::with_capacity(1024),
+            prev: Vec::with_capacity(1024),
+            checkpoint: (0, SHA256_INIT),
+        }
+    }
+
+    #[inline(always)]
+    fn update(&mut self, data: &[u8]) {
+        self.cur.extend_from_slice(data);
+    }
+
+    /// The digest of the bytes given since the last call.
+    fn finish(&mut self) -> [u8; 32] {
+        pad(&mut self.cur, 0);
+        let (blocks, _) = self.cur.as_chunks::<64>();
+        let (before, _) = self.prev.as_chunks::<64>();
+        // At least the last block is always compressed.
+        let shared = blocks[..blocks.len() - 1]
+            .iter()
+            .zip(before)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let (mut state, from) = match self.checkpoint {
+            (at, state) if at > 0 && shared >= at => (state, at),
+            _ => (SHA256_INIT, 0),
+        };
+        if shared > from {
+            sha2_blocks::block_api::compress256(&mut state, &blocks[from..shared]);
+        }
+        self.checkpoint = (shared, state);
+        sha2_blocks::block_api::compress256(&mut state, &blocks[shared..]);
+        std::mem::swap(&mut self.cur, &mut self.prev);
+        self.cur.clear();
+        digest_bytes(state)
+    }
+}
+
+/// Appends SHA-256's padding to a message of which `done` bytes were compressed already.
+#[inline(always)]
+fn pad(pending: &mut Vec<u8>, done: u64) {
+    let bits = (done + pending.len() as u64) * 8;
+    pending.push(0x80);
+    let zeros = (64 + 56 - pending.len() % 64) % 64;
+    pending.resize(pending.len() + zeros, 0);
+    pending.extend_from_slice(&bits.to_be_bytes());
+}
+
+/// The digest a final hash state stands for.
+#[inline(always)]
+fn digest_bytes(state: [u32; 8]) -> [u8; 32] {
+    let mut out = [0u8; 32];
+    for (o, w) in out.chunks_exact_mut(4).zip(state) {
+        o.copy_from_slice(&w.to_be_bytes());
+    }
+    out
+}
+
+/// Verifies receipts' hashes and folds their hashes into the root, in chain order.
+struct Hasher<'a> {
+    b: &'a [u8],
+    form: HashForm,
+    root: Sha,
+    count: usize,
+    /// Each receipt's canonical bytes.
+    receipt: ReceiptSha,
+}
+
+impl<'a> Hasher<'a> {
+    fn new(b: &'a [u8], form: HashForm) -> Self {
+        Hasher {
+            b,
+            form,
+            root: Sha::new(),
+            count: 0,
+            receipt: ReceiptSha::new(),
+        }
+    }
+
+    #[inline(always)]
+    fn item(&mut self, item: &Item<'a>, members: &[Member]) -> Scan<()> {
+        let b = self.b;
+        match item {
+            Item::Verified(hash) => self.root.update(hash),
+            Item::Hash(job) => {
+                self.job(job, members)?;
+                self.root.update(&b[job.value.0..job.value.1]);
+            }
+        }
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Checks a canonical receipt's stated hash against the SHA-256 of its bytes without the
+    /// `hash` member (or, when the form allows it, with `"hash":null`).
+    fn job(&mut self, job: &Job, members: &[Member]) -> Scan<()> {
+        let b = self.b;
+        let (vs, ve) = job.value;
+        let found = &b[vs..ve];
+        let h = &mut self.receipt;
+        if let Some((s, e)) = job.sorted {
+            let ms = members.get(s..e).ok_or(Bail)?;
+            // The canonical receipt: its members in name order, `hash` left out (or set to null).
+            let mut digest = |null_hash: bool| {
+                h.update(b"{");
+                let mut first = true;
+                for m in ms {
+                    let is_hash = b[m.name.0..m.name.1] == *b"hash";
+                    if is_hash && !null_hash {
+                        continue;
+                    }
+                    if !first {
+                        h.update(b",");
+                    }
+                    first = false;
+                    if is_hash {
+                        h.update(b"\"hash\":null");
+                    } else {
+                        h.update(&b[m.span.0..m.span.1]);
+                    }
+                }
+                h.update(b"}");
+                hex64(&h.finish())
+            };
+            let ok = digest(false) == found
+                || (self.form == HashForm::AcceptNull && digest(true) == found);
+            return if ok { Ok(()) } else { Err(Bail) };
+        }
+        let (ms, me) = job.member;
+        // The bytes to drop: the member and one adjacent comma (or just the member when it is alone).
+        let (cut_start, cut_end) = if b[ms - 1] == b',' {
+            (ms - 1, me)
+        } else if b.get(me) == Some(&b',') {
+            (ms, me + 1)
+        } else {
+            (ms, me)
+        };
+        h.update(&b[job.start..cut_start]);
+        h.update(&b[cut_end..job.end]);
+        let mut ok = hex64(&h.finish()) == found;
+        if !ok && self.form == HashForm::AcceptNull {
+            // The canonical receipt with `"hash": null` in the same (sorted) place.
+            h.update(&b[job.start..vs - 1]);
+            h.update(b"null");
+            h.update(&b[ve + 1..job.end]);
+            ok = hex64(&h.finish()) == found;
+        }
+        if ok { Ok(()) } else { Err(Bail) }
+    }
+
+    fn finish(mut self) -> Verified {
+        Verified {
+            count: self.count,
+            root: hex64(&self.root.finish()),
+        }
+    }
+}
+
+/// The hashing side of a two-thread array: whoever calls this first takes the receiver and hashes
+/// every batch until the scanner's sink is gone; later calls return at once.
+fn hash_batches<'a>(
+    b: &'a [u8],
+    form: HashForm,
+    rx: &Mutex<Option<mpsc::Receiver<Batch<'a>>>>,
+    failed: &AtomicBool,
+    out: &Mutex<Option<Receipts>>,
+) {
+    let Some(rx) = rx.lock().ok().and_then(|mut slot| slot.take()) else {
+        return;
+    };
+    let mut hasher = Hasher::new(b, form);
+    let mut verdict = Ok(());
+    for batch in rx.iter() {
+        if verdict.is_err() {
+            continue;
+        }
+        for item in &batch.items {
+            if let Err(e) = hasher.item(item, &batch.members) {
+                failed.store(true, Ordering::Relaxed);
+                verdict = Err(e);
+                break;
+            }
+        }
+    }
+    let result = verdict.map(|()| hasher.finish());
+    if let Ok(mut slot) = out.lock() {
+        *slot = Some(result);
+    }
+}
 
 /// A chain candidate: the document itself or its `body.receipt_chain`.
-struct Chain<'a> {
+struct Chain {
     /// `Err`: `receipts` is absent, not an array of objects, or a receipt's hash is wrong.
-    receipts: Receipts<'a>,
+    receipts: Receipts,
     root: Root,
-}
-
-/// Elements of a `receipts` array scanned up to its `]` or to a given element start.
-struct Run<'a> {
-    receipts: Receipts<'a>,
-    /// The scan stopped at the requested element start instead of the closing `]`.
-    at_stop: bool,
-}
-
-const LO: u64 = 0x0101_0101_0101_0101;
-const HI: u64 = 0x8080_8080_8080_8080;
-
-/// High bit set in each byte of `v` that ends a plain run of string content: `"`, `\`, a control
-/// byte, or a non-ASCII byte. The lowest set bit is always exact (false positives only follow a
-/// true one).
-#[inline(always)]
-fn special(v: u64) -> u64 {
-    let q = v ^ (LO * u64::from(b'"'));
-    let s = v ^ (LO * u64::from(b'\\'));
-    let zq = q.wrapping_sub(LO) & !q;
-    let zs = s.wrapping_sub(LO) & !s;
-    let ctl = v.wrapping_sub(LO * 0x20) & !v;
-    (zq | zs | ctl | v) & HI
 }
 
 #[inline(always)]
@@ -131,15 +485,23 @@ fn is_special(c: u8) -> bool {
     c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c)
 }
 
-/// Index of the first byte at or after `i` that [`special`] flags, or `b.len()`.
+/// Index of the first byte at or after `i` that ends a plain run of string content (`"`, `\`, a
+/// control byte, or a non-ASCII byte), or `b.len()`. Sixteen bytes at a time with SIMD compares
+/// (`wide` keeps them safe): string scanning is a large part of verifying a receipt.
 #[inline(always)]
 fn next_special(b: &[u8], mut i: usize) -> usize {
-    while let Some(chunk) = b.get(i..).and_then(|s| s.first_chunk::<8>()) {
-        let m = special(u64::from_le_bytes(*chunk));
+    use wide::{CmpEq, CmpLt, i8x16};
+    let quote = i8x16::splat(b'"' as i8);
+    let backslash = i8x16::splat(b'\\' as i8);
+    // Signed: non-ASCII bytes are negative, so one compare flags them and the control bytes.
+    let space = i8x16::splat(0x20);
+    while let Some(chunk) = b.get(i..).and_then(|s| s.first_chunk::<16>()) {
+        let v = i8x16::new(chunk.map(|c| c as i8));
+        let m = (v.cmp_eq(quote) | v.cmp_eq(backslash) | v.cmp_lt(space)).move_mask();
         if m != 0 {
-            return i + (m.trailing_zeros() / 8) as usize;
+            return i + m.trailing_zeros() as usize;
         }
-        i += 8;
+        i += 16;
     }
     while let Some(&c) = b.get(i) {
         if is_special(c) {
@@ -148,6 +510,94 @@ fn next_special(b: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// A member name in strict canonical form at `b[i]` (its opening quote): content bounds. An
+/// escaped name is left to the general scan, which compares names only after unescaping.
+#[inline(always)]
+fn strict_key(b: &[u8], i: usize) -> Option<(usize, usize)> {
+    if *b.get(i)? != b'"' {
+        return None;
+    }
+    let end = next_special(b, i + 1);
+    match *b.get(end)? {
+        b'"' => Some((i + 1, end)),
+        c if c >= 0x80 => {
+            let end = strict_string(b, i)?;
+            if b[i + 1..end].contains(&b'\\') {
+                return None;
+            }
+            Some((i + 1, end))
+        }
+        _ => None,
+    }
+}
+
+/// A string in strict canonical form starting at its opening quote `b[i]`: the index of its
+/// closing quote. Escapes are taken only in serde_json's own spelling; non-ASCII must be UTF-8.
+#[inline(always)]
+fn strict_string(b: &[u8], i: usize) -> Option<usize> {
+    let start = i + 1;
+    let mut j = start;
+    let mut non_ascii = false;
+    loop {
+        j = next_special(b, j);
+        match *b.get(j)? {
+            b'"' => break,
+            b'\\' => {
+                j = match *b.get(j + 1)? {
+                    b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't' => j + 2,
+                    b'u' => {
+                        let d = b.get(j + 2..j + 6)?;
+                        // serde_json writes the control characters without a short escape as
+                        // lowercase \u00xx; every other \u escape is not canonical.
+                        let low = HEX_LOWER.iter().position(|&h| h == d[3])?;
+                        let ok = d[0] == b'0'
+                            && d[1] == b'0'
+                            && (d[2] == b'0' && !matches!(low, 0x08 | 0x09 | 0x0a | 0x0c | 0x0d)
+                                || d[2] == b'1');
+                        if !ok {
+                            return None;
+                        }
+                        j + 6
+                    }
+                    _ => return None,
+                }
+            }
+            c if c < 0x20 => return None,
+            _ => {
+                non_ascii = true;
+                j += 1;
+            }
+        }
+    }
+    if non_ascii && std::str::from_utf8(&b[start..j]).is_err() {
+        return None;
+    }
+    Some(j)
+}
+
+/// An integer of up to 18 digits (what serde_json writes back unchanged) starting at `b[i]`: the
+/// index after it. Anything else (fractions, exponents, `-0`, longer integers) is left to the
+/// general scan.
+#[inline(always)]
+fn strict_number(b: &[u8], i: usize) -> Option<usize> {
+    let neg = usize::from(b[i] == b'-');
+    let d = i + neg;
+    let mut j = d;
+    while let Some(b'0'..=b'9') = b.get(j) {
+        j += 1;
+    }
+    let digits = j - d;
+    let leading_zero = b.get(d) == Some(&b'0');
+    if digits == 0
+        || digits > 18
+        || (leading_zero && (digits > 1 || neg == 1))
+        || matches!(b.get(j), Some(b'.' | b'e' | b'E'))
+    {
+        return None;
+    }
+    Some(j)
 }
 
 /// The first 8 bytes of a member name, big-endian and zero-padded: when two keys differ they order
@@ -163,6 +613,19 @@ fn prefix_key(name: &[u8]) -> u64 {
         k |= u64::from(c) << (56 - 8 * n);
     }
     k
+}
+
+/// [`prefix_key`] of the name at `b[start..end]`; a short name is read as one masked 8-byte load
+/// when the bytes after it are there (inside a receipt they always are).
+#[inline(always)]
+fn prefix_key_at(b: &[u8], start: usize, end: usize) -> u64 {
+    let len = end - start;
+    if len < 8
+        && let Some(word) = b.get(start..).and_then(|s| s.first_chunk::<8>())
+    {
+        return u64::from_be_bytes(*word) & !(u64::MAX >> (8 * len));
+    }
+    prefix_key(&b[start..end])
 }
 
 /// Byte order of two member names, with their [`prefix_key`]s.
@@ -188,8 +651,6 @@ struct Scanner<'a> {
     form: HashForm,
     /// Top-level members of the receipt being checked, in received order.
     members: Vec<Member>,
-    /// Reused buffer for receipts hashed from sorted member slices.
-    scratch: Vec<u8>,
     /// A `receipts` array with at least this many bytes after its `[` is scanned on two threads.
     parallel_min: usize,
 }
@@ -219,7 +680,9 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A string token starting at its opening quote.
+    /// A string token starting at its opening quote. Always inlined: returning the token through
+    /// memory from a call cost more than scanning a typical short string.
+    #[inline(always)]
     fn string(&mut self) -> Scan<Str> {
         let b = self.b;
         let start = self.i + 1;
@@ -387,7 +850,7 @@ impl<'a> Scanner<'a> {
             *level = (*level).max(VALID);
         }
         let name = &self.b[k.start..k.end];
-        let key = prefix_key(name);
+        let key = prefix_key_at(self.b, k.start, k.end);
         let in_order = match *previous {
             Some((pk, ps, pe)) => name_cmp((pk, &self.b[ps..pe]), (key, name)).is_lt(),
             None => true,
@@ -507,7 +970,7 @@ impl<'a> Scanner<'a> {
 
     /// The value of a chain's `receipts` member into `slot`; a duplicate member (serde_json keeps the
     /// last) or a non-array is left to the reference path.
-    fn receipts_member(&mut self, slot: &mut Option<Receipts<'a>>, depth: usize) -> Scan<()> {
+    fn receipts_member(&mut self, slot: &mut Option<Receipts>, depth: usize) -> Scan<()> {
         if slot.is_some() {
             return Err(Bail);
         }
@@ -541,8 +1004,8 @@ impl<'a> Scanner<'a> {
 
     /// A chain candidate object: `receipts` and `root_hash` are recorded; a duplicate of either
     /// (serde_json keeps the last) is left to the reference path.
-    fn chain(&mut self, depth: usize) -> Scan<Chain<'a>> {
-        let mut receipts: Option<Receipts<'a>> = None;
+    fn chain(&mut self, depth: usize) -> Scan<Chain> {
+        let mut receipts: Option<Receipts> = None;
         let mut root: Option<Root> = None;
         self.outside_object(depth, |s, k, depth| match k {
             b"receipts" => s.receipts_member(&mut receipts, depth),
@@ -556,8 +1019,8 @@ impl<'a> Scanner<'a> {
     }
 
     /// The `receipts` array, each receipt checked as soon as it is scanned (while its bytes are in
-    /// cache); a large array is split between two threads.
-    fn receipts(&mut self, depth: usize) -> Scan<Receipts<'a>> {
+    /// cache); a large array is hashed on a second thread while this one scans.
+    fn receipts(&mut self, depth: usize) -> Scan<Receipts> {
         if depth > MAX_DEPTH {
             return Err(Bail);
         }
@@ -566,114 +1029,299 @@ impl<'a> Scanner<'a> {
         self.ws(&mut ignored);
         if self.peek()? == b']' {
             self.i += 1;
-            return Ok(Ok(Vec::new()));
+            return Ok(Ok(Hasher::new(self.b, self.form).finish()));
         }
-        if let Some(stop) = self.split_point() {
-            return self.receipts_split(depth, stop);
+        let rest = self.b.len() - self.i;
+        if rest >= self.parallel_min && rayon::current_num_threads() >= 2 {
+            return self.receipts_pipelined(depth);
         }
-        Ok(self.run(depth, None)?.receipts)
+        let mut hasher = Hasher::new(self.b, self.form);
+        let verdict = self.run(depth, &mut Sink::Inline(&mut hasher))?;
+        Ok(verdict.map(|()| hasher.finish()))
     }
 
-    /// Where a second thread may start: the first `},` after the middle of the remaining bytes that
-    /// is followed by the first receipt's opening bytes (`{"name":`). Only a guess — the scan from
-    /// the start confirms it by arriving there, or ignores it.
-    fn split_point(&self) -> Option<usize> {
-        let b = self.b;
-        let rest = b.len().checked_sub(self.i)?;
-        if rest < self.parallel_min
-            || self.b.get(self.i) != Some(&b'{')
-            || std::thread::available_parallelism().map_or(1, usize::from) < 2
-        {
-            return None;
-        }
-        let first = b.get(self.i..(self.i + 48).min(b.len()))?;
-        let prefix = &first[..=first.iter().position(|&c| c == b':')?];
-        let mut at = self.i + rest / 2;
-        loop {
-            let close = at + b.get(at..)?.iter().position(|&c| c == b'}')?;
-            if b.get(close + 1) == Some(&b',') && b.get(close + 2..)?.starts_with(prefix) {
-                return Some(close + 2);
-            }
-            at = close + 1;
-        }
-    }
-
-    /// Scans the array from its first element with a second thread starting at `stop`; the
-    /// second thread's work is used only if this one arrives exactly at `stop` as an element start.
-    fn receipts_split(&mut self, depth: usize, stop: usize) -> Scan<Receipts<'a>> {
-        let (b, form, parallel_min) = (self.b, self.form, self.parallel_min);
-        std::thread::scope(|s| {
-            let handle = std::thread::Builder::new()
-                .spawn_scoped(s, move || {
-                    let mut other = Scanner {
-                        b,
-                        i: stop,
-                        form,
-                        members: Vec::new(),
-                        scratch: Vec::new(),
-                        parallel_min,
-                    };
-                    let run = other.run(depth, None)?;
-                    Ok::<_, Bail>((run.receipts, other.i))
-                })
-                .ok();
-            let first = self.run(depth, if handle.is_some() { Some(stop) } else { None });
-            // Always joined, also when its work goes unused: the scope alone waits only until the
-            // worker's closure returns, not until its thread has exited, and a thread still
-            // exiting holds glibc's thread-exit allocations (which LeakSanitizer reported).
-            let joined = handle.map(|h| h.join());
-            let first = first?;
-            if !first.at_stop {
-                return Ok(first.receipts);
-            }
-            // A panicking worker is a bug; this thread then scans the rest itself.
-            let tail = match joined {
-                Some(Ok(Ok((tail, end)))) => {
-                    self.i = end;
-                    tail
-                }
-                _ => self.run(depth, None)?.receipts,
+    /// Scans and links the receipts on this thread while a worker of rayon's pool (kept warm:
+    /// starting a thread per call costs more than hashing 100 receipts) hashes them, batch by
+    /// batch, and feeds the root. The two sides of the work take about the same time, and
+    /// SHA-256 on one core slows a scan on the other far less than a second scan would. Whoever
+    /// claims the hashing first does it, so this never waits on a worker that has not started
+    /// (the pool may be busy, or this thread its only worker).
+    fn receipts_pipelined(&mut self, depth: usize) -> Scan<Receipts> {
+        let (b, form) = (self.b, self.form);
+        let (tx, rx) = mpsc::channel::<Batch<'a>>();
+        let rx = Mutex::new(Some(rx));
+        let failed = AtomicBool::new(false);
+        let hashed: Mutex<Option<Receipts>> = Mutex::new(None);
+        let verdict = rayon::in_place_scope(|s| {
+            let (rx, failed, hashed) = (&rx, &failed, &hashed);
+            s.spawn(move |_| hash_batches(b, form, rx, failed, hashed));
+            let mut sink = Sink::Send {
+                tx,
+                batch: Batch {
+                    items: Vec::with_capacity(FIRST_BATCH),
+                    members: Vec::new(),
+                },
+                limit: FIRST_BATCH,
+                failed,
             };
-            Ok(match (first.receipts, tail) {
-                (Ok(mut head), Ok(tail)) => {
-                    head.extend(tail);
-                    Ok(head)
-                }
-                _ => Err(Bail),
-            })
-        })
+            let verdict = self.run(depth, &mut sink);
+            sink.finish();
+            hash_batches(b, form, rx, failed, hashed);
+            verdict
+        })?;
+        let hashed = hashed.into_inner().map_err(|_| Bail)?.ok_or(Bail)?;
+        Ok(verdict.and(hashed))
     }
 
-    /// Array elements from the current element start up to and including the closing `]`, or up
-    /// to the element starting at `stop`.
-    fn run(&mut self, depth: usize, stop: Option<usize>) -> Scan<Run<'a>> {
+    /// Array elements from the current element start up to and including the closing `]`. Each
+    /// receipt is checked for canonical form and its link, then goes to `sink`; the outer `Err`
+    /// is bytes the fast path cannot scan, the inner one a chain that does not verify.
+    fn run(&mut self, depth: usize, sink: &mut Sink<'_, 'a>) -> Scan<Scan<()>> {
         let mut ignored = CANONICAL;
-        let mut receipts: Receipts<'a> = Ok(Vec::new());
+        let mut verdict = Ok(());
+        // The stated hash of the receipt before (already verified, or about to be).
+        let mut last: Option<Cow<'a, [u8]>> = None;
+        let mut first = true;
         loop {
-            if stop == Some(self.i) {
-                return Ok(Run {
-                    receipts,
-                    at_stop: true,
-                });
-            }
             if self.peek()? == b'{' {
-                let r = self.receipt(depth + 1)?;
-                if let Ok(done) = &mut receipts {
-                    match check(self.b, &self.members, &r, self.form, &mut self.scratch) {
-                        Ok(c) => done.push(c),
-                        Err(e) => receipts = Err(e),
+                let start = self.i;
+                let r = match self.strict_receipt(depth + 1) {
+                    Some(r) => r,
+                    None => {
+                        self.i = start;
+                        self.members.clear();
+                        self.receipt(depth + 1)?
                     }
+                };
+                if verdict.is_ok() {
+                    verdict = self.link(&r, &mut last, first, sink);
                 }
+                first = false;
                 self.members.clear();
             } else {
-                receipts = Err(Bail);
+                verdict = Err(Bail);
                 self.outside_value(depth)?;
             }
             if !self.next_or_close(b']', &mut ignored)? {
-                return Ok(Run {
-                    receipts,
-                    at_stop: false,
+                return Ok(verdict);
+            }
+        }
+    }
+
+    /// Checks that a scanned receipt links to the one before (the first to none) and hands it to
+    /// `sink`: a canonical receipt as a job, any other verified here through the reference
+    /// canonicaliser.
+    #[inline(always)]
+    fn link(
+        &self,
+        r: &Receipt,
+        last: &mut Option<Cow<'a, [u8]>>,
+        first: bool,
+        sink: &mut Sink<'_, 'a>,
+    ) -> Scan<()> {
+        let b = self.b;
+        let (hash, previous, item) = if r.level != CANONICAL {
+            let Stated { hash, previous } = reference_check(&b[r.start..r.end], self.form)?;
+            (hash.clone(), previous, Item::Verified(hash))
+        } else {
+            let HashField::Str { value, member } = r.hash else {
+                return Err(Bail);
+            };
+            let job = Job {
+                start: r.start,
+                end: r.end,
+                value,
+                member,
+                sorted: r.unsorted.clone().map(|u| (u.start, u.end)),
+            };
+            (
+                Cow::Borrowed(&b[value.0..value.1]),
+                r.previous.map(|(s, e)| Cow::Borrowed(&b[s..e])),
+                Item::Hash(job),
+            )
+        };
+        let linked = if first {
+            previous.is_none()
+        } else {
+            previous.as_deref() == last.as_deref()
+        };
+        if !linked {
+            return Err(Bail);
+        }
+        *last = Some(hash);
+        sink.push(item, &self.members)
+    }
+
+    /// One receipt in the strict canonical form only: the common case, scanned without tracking
+    /// how far anything is from canonical. `None` (anything else: whitespace, escapes it would
+    /// have to compare, number spellings, duplicate names, bytes that are not JSON) leaves the
+    /// receipt to [`Self::receipt`], which rescans it from the same start.
+    #[inline(always)]
+    fn strict_receipt(&mut self, depth: usize) -> Option<Receipt> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let b = self.b;
+        let start = self.i;
+        let mut i = start + 1;
+        let mut hash = HashField::Absent;
+        let mut previous = None;
+        let mut in_order = true;
+        let mut last_key = (0u64, 0usize, 0usize);
+        let first_member = self.members.len();
+        if *b.get(i)? == b'}' {
+            self.i = i + 1;
+        } else {
+            loop {
+                let member_start = i;
+                let (ks, ke) = strict_key(b, i)?;
+                let key = prefix_key_at(b, ks, ke);
+                if self.members.len() > first_member {
+                    in_order &=
+                        name_cmp((last_key.0, &b[last_key.1..last_key.2]), (key, &b[ks..ke]))
+                            .is_lt();
+                }
+                last_key = (key, ks, ke);
+                if *b.get(ke + 1)? != b':' {
+                    return None;
+                }
+                self.i = ke + 2;
+                let name = &b[ks..ke];
+                let value_start = self.i;
+                if *b.get(value_start)? == b'"' && (name == b"hash" || name == b"previous_hash") {
+                    self.i = strict_string(b, value_start)? + 1;
+                    let content = (value_start + 1, self.i - 1);
+                    if name == b"hash" {
+                        hash = HashField::Str {
+                            value: content,
+                            member: (member_start, self.i),
+                        };
+                    } else {
+                        previous = Some(content);
+                    }
+                } else {
+                    if name == b"hash" {
+                        hash = HashField::NotString;
+                    }
+                    self.strict_value(depth)?;
+                }
+                self.members.push(Member {
+                    name: (ks, ke),
+                    key,
+                    span: (member_start, self.i),
                 });
+                i = self.i + 1;
+                match *b.get(self.i)? {
+                    b',' => {}
+                    b'}' => break,
+                    _ => return None,
+                }
+            }
+            self.i = i;
+        }
+        let mut unsorted = None;
+        if !in_order {
+            let ms = &mut self.members[first_member..];
+            let name = |m: &Member| (m.key, &b[m.name.0..m.name.1]);
+            // Insertion sort: a receipt has few members.
+            for j in 1..ms.len() {
+                let mut k = j;
+                while k > 0 && name_cmp(name(&ms[k - 1]), name(&ms[k])).is_gt() {
+                    ms.swap(k - 1, k);
+                    k -= 1;
+                }
+            }
+            // A duplicate name (serde_json keeps the last) is left to the general scan.
+            if ms
+                .windows(2)
+                .any(|w| name_cmp(name(&w[0]), name(&w[1])).is_eq())
+            {
+                return None;
+            }
+            unsorted = Some(first_member..self.members.len());
+        }
+        Some(Receipt {
+            start,
+            end: self.i,
+            level: CANONICAL,
+            hash,
+            previous,
+            unsorted,
+        })
+    }
+
+    /// Any value in strict canonical form (see [`Self::strict_receipt`]).
+    fn strict_value(&mut self, depth: usize) -> Option<()> {
+        let b = self.b;
+        let i = self.i;
+        match *b.get(i)? {
+            b'"' => self.i = strict_string(b, i)? + 1,
+            b'{' => self.strict_object(depth + 1)?,
+            b'[' => self.strict_array(depth + 1)?,
+            b'-' | b'0'..=b'9' => self.i = strict_number(b, i)?,
+            b't' if b.get(i..i + 4)? == b"true" => self.i = i + 4,
+            b'f' if b.get(i..i + 5)? == b"false" => self.i = i + 5,
+            b'n' if b.get(i..i + 4)? == b"null" => self.i = i + 4,
+            _ => return None,
+        }
+        Some(())
+    }
+
+    fn strict_object(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let b = self.b;
+        let mut i = self.i + 1;
+        if *b.get(i)? == b'}' {
+            self.i = i + 1;
+            return Some(());
+        }
+        let mut last: Option<(u64, usize, usize)> = None;
+        loop {
+            let (ks, ke) = strict_key(b, i)?;
+            let key = prefix_key_at(b, ks, ke);
+            if let Some((pk, ps, pe)) = last
+                && !name_cmp((pk, &b[ps..pe]), (key, &b[ks..ke])).is_lt()
+            {
+                return None;
+            }
+            last = Some((key, ks, ke));
+            if *b.get(ke + 1)? != b':' {
+                return None;
+            }
+            self.i = ke + 2;
+            self.strict_value(depth)?;
+            i = self.i + 1;
+            match *b.get(self.i)? {
+                b',' => {}
+                b'}' => {
+                    self.i = i;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn strict_array(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let b = self.b;
+        self.i += 1;
+        if *b.get(self.i)? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.strict_value(depth)?;
+            let c = *b.get(self.i)?;
+            self.i += 1;
+            match c {
+                b',' => {}
+                b']' => return Some(()),
+                _ => return None,
             }
         }
     }
@@ -764,13 +1412,13 @@ impl<'a> Scanner<'a> {
 
     /// The whole document: a chain, or an object whose `body.receipt_chain` is one (the reference
     /// takes `/body/receipt_chain` when that pointer resolves).
-    fn document(&mut self) -> Scan<Chain<'a>> {
+    fn document(&mut self) -> Scan<Chain> {
         let mut ignored = CANONICAL;
         self.ws(&mut ignored);
         if self.peek()? != b'{' {
             return Err(Bail);
         }
-        let mut top_receipts: Option<Receipts<'a>> = None;
+        let mut top_receipts: Option<Receipts> = None;
         let mut top_root: Option<Root> = None;
         let mut body_seen = false;
         // Some(None): `receipt_chain` present but not an object.
@@ -819,145 +1467,68 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// The two lowercase hex digits of every byte value.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut n = 0;
+    while n < 256 {
+        t[n] = [HEX_LOWER[n >> 4], HEX_LOWER[n & 15]];
+        n += 1;
+    }
+    t
+};
+
 /// Lowercase hex of a digest, without allocating.
 fn hex64(digest: &[u8]) -> [u8; 64] {
     let mut out = [0u8; 64];
-    for (pair, byte) in out.chunks_exact_mut(2).zip(digest) {
-        pair[0] = HEX_LOWER[usize::from(byte >> 4)];
-        pair[1] = HEX_LOWER[usize::from(byte & 15)];
+    for (pair, &byte) in out.chunks_exact_mut(2).zip(digest) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(byte)]);
     }
     out
 }
 
-/// The hash and `previous_hash` a verified receipt carries.
-struct Checked<'a> {
+/// The hash and `previous_hash` (when a string) a receipt states.
+struct Stated<'a> {
     hash: Cow<'a, [u8]>,
     previous: Option<Cow<'a, [u8]>>,
 }
 
-/// Verifies one receipt's hash: a canonical receipt by hashing its raw bytes around `hash`, any
-/// other through the reference canonicaliser.
-fn check<'a>(
-    b: &'a [u8],
-    members: &[Member],
-    r: &Receipt,
-    form: HashForm,
-    scratch: &mut Vec<u8>,
-) -> Scan<Checked<'a>> {
-    if r.level != CANONICAL {
-        let v: Value = serde_json::from_slice(&b[r.start..r.end]).map_err(|_| Bail)?;
-        let found = match v.get("hash") {
-            Some(Value::String(h)) => h.as_str(),
-            _ => return Err(Bail),
-        };
-        let ok = receipt_value_hash(&v) == found
-            || (form == HashForm::AcceptNull && receipt_value_hash_null_form(&v) == found);
-        if !ok {
-            return Err(Bail);
-        }
-        return Ok(Checked {
-            hash: Cow::Owned(found.as_bytes().to_vec()),
-            previous: v
-                .get("previous_hash")
-                .and_then(Value::as_str)
-                .map(|p| Cow::Owned(p.as_bytes().to_vec())),
-        });
-    }
-    let HashField::Str {
-        value: (vs, ve),
-        member: (ms, me),
-    } = r.hash
-    else {
-        return Err(Bail);
+/// Verifies a receipt that is not in canonical form through the reference canonicaliser.
+fn reference_check<'a>(receipt: &[u8], form: HashForm) -> Scan<Stated<'a>> {
+    let v: Value = serde_json::from_slice(receipt).map_err(|_| Bail)?;
+    let found = match v.get("hash") {
+        Some(Value::String(h)) => h.as_str(),
+        _ => return Err(Bail),
     };
-    let found = &b[vs..ve];
-    if let Some(range) = r.unsorted.clone() {
-        let ms = members.get(range).ok_or(Bail)?;
-        // The canonical receipt: its members in name order, `hash` left out (or set to null).
-        let mut digest = |null_hash: bool| {
-            scratch.clear();
-            scratch.push(b'{');
-            for m in ms {
-                let is_hash = b[m.name.0..m.name.1] == *b"hash";
-                if is_hash && !null_hash {
-                    continue;
-                }
-                if scratch.len() > 1 {
-                    scratch.push(b',');
-                }
-                if is_hash {
-                    scratch.extend_from_slice(b"\"hash\":null");
-                } else {
-                    scratch.extend_from_slice(&b[m.span.0..m.span.1]);
-                }
-            }
-            scratch.push(b'}');
-            hex64(&Sha256::digest(&scratch[..]))
-        };
-        let ok = digest(false) == found || (form == HashForm::AcceptNull && digest(true) == found);
-        if !ok {
-            return Err(Bail);
-        }
-        return Ok(Checked {
-            hash: Cow::Borrowed(found),
-            previous: r.previous.map(|(s, e)| Cow::Borrowed(&b[s..e])),
-        });
-    }
-    // The bytes to drop: the member and one adjacent comma (or just the member when it is alone).
-    let (cut_start, cut_end) = if b[ms - 1] == b',' {
-        (ms - 1, me)
-    } else if b.get(me) == Some(&b',') {
-        (ms, me + 1)
-    } else {
-        (ms, me)
-    };
-    let mut h = Sha256::new();
-    h.update(&b[r.start..cut_start]);
-    h.update(&b[cut_end..r.end]);
-    let mut ok = hex64(&h.finalize()) == found;
-    if !ok && form == HashForm::AcceptNull {
-        // The canonical receipt with `"hash": null` in the same (sorted) place.
-        let mut h = Sha256::new();
-        h.update(&b[r.start..vs - 1]);
-        h.update(b"null");
-        h.update(&b[ve + 1..r.end]);
-        ok = hex64(&h.finalize()) == found;
-    }
+    let ok = receipt_value_hash(&v) == found
+        || (form == HashForm::AcceptNull && receipt_value_hash_null_form(&v) == found);
     if !ok {
         return Err(Bail);
     }
-    Ok(Checked {
-        hash: Cow::Borrowed(found),
-        previous: r.previous.map(|(s, e)| Cow::Borrowed(&b[s..e])),
+    Ok(Stated {
+        hash: Cow::Owned(found.as_bytes().to_vec()),
+        previous: v
+            .get("previous_hash")
+            .and_then(Value::as_str)
+            .map(|p| Cow::Owned(p.as_bytes().to_vec())),
     })
 }
 
 /// The fast path: `Ok` only when every receipt, link and the root verify. Receipt arrays of at
-/// least `parallel_min` bytes are scanned and hashed on two threads.
+/// least `parallel_min` bytes are hashed on a second thread while they are scanned.
 pub(crate) fn verify(bytes: &[u8], form: HashForm, parallel_min: usize) -> Scan<VerifiedChain> {
     let mut s = Scanner {
         b: bytes,
         i: 0,
         form,
         members: Vec::new(),
-        scratch: Vec::new(),
         parallel_min,
     };
     let chain = s.document()?;
-    let checked = chain.receipts?;
-    let mut root = Sha256::new();
-    let mut prior: Option<&[u8]> = None;
-    for c in &checked {
-        if c.previous.as_deref() != prior {
-            return Err(Bail);
-        }
-        root.update(&c.hash);
-        prior = Some(&c.hash);
-    }
-    let root = hex64(&root.finalize());
+    let Verified { count, root } = chain.receipts?;
     let matches = match chain.root {
         Root::Str(s, e) => bytes[s..e] == root,
-        Root::Absent | Root::NotString => checked.is_empty(),
+        Root::Absent | Root::NotString => count == 0,
     };
     if !matches {
         return Err(Bail);
@@ -965,6 +1536,50 @@ pub(crate) fn verify(bytes: &[u8], form: HashForm, parallel_min: usize) -> Scan<
     Ok(VerifiedChain {
         // Hex digits are ASCII.
         root_hash: root.iter().map(|&c| char::from(c)).collect(),
-        receipts: checked.len(),
+        receipts: count,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+    use sha2::{Digest, Sha256};
+
+    fn reference(data: &[u8]) -> [u8; 32] {
+        Sha256::digest(data).into()
+    }
+
+    #[test]
+    fn the_block_driven_sha256_matches_sha2_at_every_padding_boundary() {
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut sha = Sha::new();
+        for len in (0..300).chain([SHA_PENDING - 1, SHA_PENDING, SHA_PENDING + 1, 20_000]) {
+            // Fed in uneven pieces, across the point where pending input is compressed.
+            for piece in data[..len].chunks(777) {
+                sha.update(piece);
+            }
+            assert_eq!(sha.finish(), reference(&data[..len]), "length {len}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn receipt_hashes_that_reuse_a_shared_start_are_exactly_sha256(
+            messages in proptest::collection::vec(
+                (0usize..400, 0usize..700, any::<u8>()), 1..12)
+        ) {
+            // Each message keeps a prefix of a common text and then diverges: shared starts
+            // of every length, ending inside, at and across block boundaries.
+            let common: Vec<u8> = (0..1100u32).map(|i| (i % 97) as u8 + 20).collect();
+            let mut sha = ReceiptSha::new();
+            for (keep, extra, fill) in messages {
+                let mut m = common[..keep].to_vec();
+                m.extend(std::iter::repeat_n(fill, extra));
+                sha.update(&m);
+                prop_assert_eq!(sha.finish(), reference(&m));
+            }
+        }
+    }
 }

@@ -317,9 +317,9 @@ pub fn verify_document_fast(bytes: &[u8], form: HashForm) -> Option<VerifiedChai
     crate::receipt_bytes::verify(bytes, form, crate::receipt_bytes::PARALLEL_MIN_BYTES).ok()
 }
 
-/// [`verify_document_fast`] with the two-thread split taken for every `receipts` array of at
-/// least `parallel_min` bytes (normally 256 KiB), so tests and fuzzing can reach the split on
-/// small chains.
+/// [`verify_document_fast`] with the two-thread path (scan on one thread, hash on another) taken
+/// for every `receipts` array of at least `parallel_min` bytes (normally 128 KiB), so tests and
+/// fuzzing can reach it on small chains.
 #[doc(hidden)]
 pub fn verify_document_fast_split(
     bytes: &[u8],

@@ -398,7 +398,7 @@ proptest! {
         if spec.corrupt.is_none() && reference.is_ok() {
             prop_assert!(fast.is_some(), "a valid chain must be verified by the fast path");
         }
-        // Every `receipts` array split between two threads: the same answer as one thread.
+        // Every `receipts` array hashed on a second thread: the same answer as one thread.
         prop_assert_eq!(verify_document_fast_split(&bytes, spec.form, 0), fast);
     }
 }
@@ -468,7 +468,7 @@ fn sealed_chain(n: usize, receipt: impl Fn(usize) -> Value) -> (Value, String) {
 }
 
 /// A canonical chain whose receipts' data holds arrays of objects that start like a receipt
-/// (`{"data":`), so a guessed split point can land inside a receipt.
+/// (`{"data":`), and strings that spell receipt boundaries.
 fn chain_with_receipt_like_data(n: usize) -> (Value, String) {
     sealed_chain(
         n,
@@ -477,7 +477,7 @@ fn chain_with_receipt_like_data(n: usize) -> (Value, String) {
 }
 
 #[test]
-fn a_split_guessed_inside_a_receipt_still_gives_the_one_thread_answer() {
+fn receipts_holding_receipt_like_data_verify_alike_on_one_and_two_threads() {
     for n in [1, 2, 3, 7, 40] {
         let (mut chain, root) = chain_with_receipt_like_data(n);
         let bytes = serde_json::to_vec(&chain).unwrap();
@@ -557,4 +557,87 @@ fn an_envelope_carrying_a_chain_is_verified_at_body_receipt_chain() {
             .root_hash,
         root
     );
+}
+
+/// A one-receipt chain whose receipt is `{<members>,"hash":H}` with H the SHA-256 of the raw bytes
+/// `{<members>}`: what the fast path would compute if it took those bytes for canonical.
+fn raw_sealed(members: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let h = hex::encode(Sha256::digest(format!("{{{members}}}").as_bytes()));
+    let root = root_hash([h.as_str()]);
+    format!("{{\"chain_id\":\"c\",\"receipts\":[{{{members},\"hash\":\"{h}\"}}],\"root_hash\":\"{root}\"}}")
+        .into_bytes()
+}
+
+#[test]
+fn bytes_that_are_not_canonical_are_never_hashed_as_they_stand() {
+    // Positive control: canonical bytes sealed this way verify on the fast path.
+    for ok in [
+        r#""a":1"#,
+        r#""a":-12,"b":[true,false,null],"c":{"d":"e","f":0}"#,
+        r#""a":"x\"\\\n\u001f\u0000é""#,
+        r#""a":123456789012345678"#,
+        // serde_json's spelling of a float, which the canonical form keeps.
+        r#""a":1.0"#,
+    ] {
+        let doc = raw_sealed(ok);
+        assert!(verify_document_fast(&doc, HashForm::Omit).is_some(), "{ok}");
+        assert_eq!(
+            outcome(&verify_document(&doc, HashForm::Omit)),
+            outcome(&verify_document_reference(&doc, HashForm::Omit))
+        );
+    }
+    // Not JSON, or JSON in another spelling than the canonical one: the raw-bytes hash must not
+    // be taken, so the fast path gives up and the verdict is the reference's.
+    for bad in [
+        r#""a":01"#,
+        r#""a":-0"#,
+        r#""a":00"#,
+        r#""a":1e5"#,
+        r#""a":1E5"#,
+        r#""a":-"#,
+        r#""a":1234567890123456789012"#,
+        r#""a":tru"#,
+        r#""a":nul"#,
+        r#""a": 1"#,
+        r#""a" :1"#,
+        "\"a\":\n1",
+        r#""a":[1 ,2]"#,
+        r#""a":{"c":1,"b":2}"#,
+        r#""a":{"b":1,"b":1}"#,
+        r#""a":1,"a":1"#,
+        r#""a":"\u0041""#,
+        r#""a":"\u001F""#,
+        r#""a":"\u000a""#,
+        r#""a":"\/""#,
+        r#""a":"\x""#,
+        r#""a":"\ud800""#,
+        "\"a\":\"\u{1}\"",
+        "\"a\":\"tab\there\"",
+        r#""\u0061":1"#,
+        r#""a":[1,]"#,
+        r#""a":{"b":1,}"#,
+        r#""a":[1"#,
+        r#""a":"x"#,
+    ] {
+        let doc = raw_sealed(bad);
+        assert!(
+            verify_document_fast(&doc, HashForm::Omit).is_none(),
+            "fast path took {bad:?}"
+        );
+        assert!(
+            verify_document_fast_split(&doc, HashForm::Omit, 0).is_none(),
+            "two-thread path took {bad:?}"
+        );
+        assert_eq!(
+            outcome(&verify_document(&doc, HashForm::Omit)),
+            outcome(&verify_document_reference(&doc, HashForm::Omit)),
+            "{bad:?}"
+        );
+    }
+    // Invalid UTF-8 inside a string.
+    let mut doc = raw_sealed(r#""a":"xy""#);
+    let at = doc.windows(2).position(|w| w == b"xy").unwrap();
+    doc[at] = 0xff;
+    assert!(verify_document_fast(&doc, HashForm::Omit).is_none());
 }

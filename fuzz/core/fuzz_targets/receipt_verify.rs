@@ -3,8 +3,11 @@
 //! same root, and `verify_document` must always give the reference's verdict and first broken link.
 //!
 //! Input: the first byte picks the hash form (bit 0), the mode (bit 1) and whether every
-//! `receipts` array is also verified split between two threads (bit 4), which must give the
-//! one-thread answer. Mode 0 verifies the rest
+//! `receipts` array is also verified on two threads (scanned on one, hashed on the other; bit 4),
+//! which must give the one-thread answer. With bit 5 set, mode 1 seals each piece over its raw
+//! bytes instead (the hash the fast path would compute if it took them for canonical), so any
+//! non-canonical or invalid spelling the scanner let through would show as a disagreement. Mode 0
+//! verifies the rest
 //! as a document. Mode 1 splits the rest on 0xff; every piece that is a JSON object becomes a
 //! receipt, kept in the fuzzer's own spelling (member order, whitespace, escapes, numbers) with
 //! `previous_hash` and `hash` spliced in, so valid chains of non-canonical receipts are explored too.
@@ -16,6 +19,7 @@ use aip_core::receipts::{
     verify_document_reference,
 };
 use libfuzzer_sys::fuzz_target;
+use sha2::{Digest, Sha256};
 use serde_json::Value;
 
 fn outcome(r: &Result<VerifiedChain, DocumentError>) -> String {
@@ -81,6 +85,27 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut receipts = Vec::new();
     let mut hashes = Vec::new();
+    if mode & 32 != 0 {
+        for piece in rest.split(|&b| b == 0xff) {
+            let Ok(text) = std::str::from_utf8(piece) else {
+                continue;
+            };
+            let Some(inner) = text.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
+                continue;
+            };
+            let h = hex::encode(Sha256::digest(text.as_bytes()));
+            let sep = if inner.is_empty() { "" } else { "," };
+            receipts.push(format!("{{{inner}{sep}\"hash\":\"{h}\"}}"));
+            hashes.push(h);
+        }
+        let root = root_hash(hashes.iter().map(String::as_str));
+        let doc = format!(
+            "{{\"chain_id\":\"c\",\"receipts\":[{}],\"root_hash\":\"{root}\"}}",
+            receipts.join(",")
+        );
+        check(doc.as_bytes(), form, mode & 16 != 0);
+        return;
+    }
     for (i, piece) in rest.split(|&b| b == 0xff).enumerate() {
         let Ok(text) = std::str::from_utf8(piece) else {
             continue;
