@@ -10,31 +10,33 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Actor or authorizing entity in AIP.
+///
+/// Fields in name order, so a receipt's actor serializes in canonical form (see [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Principal {
+    /// Authentication metadata supplied by a profile or gateway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_context: Option<Value>,
+    /// Scoped delegated authority granted to this principal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegated_authority: Vec<DelegatedAuthorityGrant>,
+    /// DID identity, if available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub did: Option<String>,
+    /// Human-readable display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// Product-specific identities.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub external_refs: Vec<ExternalRef>,
     /// Stable AIP principal id.
     pub id: PrincipalId,
     /// Principal category.
     pub kind: PrincipalKind,
-    /// Human-readable display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
     /// Trust domain that owns this principal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trust_domain: Option<String>,
-    /// DID identity, if available.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub did: Option<String>,
-    /// Product-specific identities.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub external_refs: Vec<ExternalRef>,
-    /// Scoped delegated authority granted to this principal.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub delegated_authority: Vec<DelegatedAuthorityGrant>,
-    /// Authentication metadata supplied by a profile or gateway.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub auth_context: Option<Value>,
 }
 
 impl Validate for Principal {
@@ -69,16 +71,17 @@ pub enum PrincipalKind {
 
 crate::wire_enum!(PrincipalKind { Human => "human", Agent => "agent", Service => "service", Tenant => "tenant", Customer => "customer", Contact => "contact", System => "system" });
 
-/// Product-specific identity reference preserved by connectors.
+/// Product-specific identity reference preserved by connectors. Fields in name order (see
+/// [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalRef {
+    /// Source-local entity id.
+    pub id: String,
     /// Source system name, for example `chatwoot` or `dify`.
     pub system: String,
     /// Source-local entity type.
     pub r#type: String,
-    /// Source-local entity id.
-    pub id: String,
 }
 
 impl Validate for ExternalRef {
@@ -95,20 +98,22 @@ impl Validate for ExternalRef {
 /// `*:any` scopes. Compatibility profiles may project this from their own
 /// auth systems, but the resulting grant is evaluated by AIP core/runtime
 /// semantics.
+///
+/// Fields in name order (see [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegatedAuthorityGrant {
-    /// Principal whose work is covered by the grant.
-    pub principal_id: PrincipalId,
-    /// Granted scope labels. `*` grants all scopes for this principal.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scopes: Vec<String>,
     /// Expiration timestamp. Expired grants MUST be ignored by runtimes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// Principal whose work is covered by the grant.
+    pub principal_id: PrincipalId,
     /// Optional reason or authority reference retained for audit/debugging.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Granted scope labels. `*` grants all scopes for this principal.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
 }
 
 impl Validate for DelegatedAuthorityGrant {

@@ -30,29 +30,33 @@ impl Validate for ReceiptChain {
 }
 
 /// Receipt event.
+///
+/// Fields are declared in name order, as are those of the types inside it: serde writes them in
+/// that order, so a serialized receipt is already in the canonical form of its hash (18.2) and a
+/// verifier can hash its bytes as they stand.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Receipt {
-    /// Receipt id.
-    pub id: ReceiptId,
-    /// Receipt type.
-    pub receipt_type: ReceiptType,
     /// Actor.
     pub actor: Principal,
-    /// Timestamp.
-    pub occurred_at: Timestamp,
     /// Correlation id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correlation_id: Option<CorrelationId>,
     /// Structured receipt data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
-    /// Previous hash in the chain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub previous_hash: Option<String>,
     /// Receipt hash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash: Option<String>,
+    /// Receipt id.
+    pub id: ReceiptId,
+    /// Timestamp.
+    pub occurred_at: Timestamp,
+    /// Previous hash in the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_hash: Option<String>,
+    /// Receipt type.
+    pub receipt_type: ReceiptType,
 }
 
 impl Validate for Receipt {

@@ -512,24 +512,112 @@ fn next_special(b: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// Where the quotes and the bytes that end a plain run of string content (`\\`, control bytes,
+/// non-ASCII) stand in one 64-byte block of the input, one bit a byte. With them a string's end is
+/// found with a few bit operations instead of a loop of loads and compares per string, and the
+/// block's loads and compares do not wait on the string before (the scan of a receipt was bound
+/// by that chain of dependent loads).
+#[derive(Clone, Copy)]
+struct Masks {
+    /// Offset of the block; `usize::MAX` before the first.
+    base: usize,
+    quote: u64,
+    special: u64,
+}
+
+impl Masks {
+    const NONE: Masks = Masks {
+        base: usize::MAX,
+        quote: 0,
+        special: 0,
+    };
+
+    #[inline(always)]
+    fn load(b: &[u8], base: usize) -> Masks {
+        use wide::{CmpEq, CmpLt, i8x16};
+        let (mut quote, mut special) = (0u64, 0u64);
+        if let Some(block) = b.get(base..).and_then(|s| s.first_chunk::<64>()) {
+            let q = i8x16::splat(b'"' as i8);
+            let backslash = i8x16::splat(b'\\' as i8);
+            // Signed: non-ASCII bytes are negative, so one compare flags them and the controls.
+            let space = i8x16::splat(0x20);
+            for (n, lane) in block.as_chunks::<16>().0.iter().enumerate() {
+                let v = i8x16::new(lane.map(|c| c as i8));
+                // move_mask sets the low 16 bits only.
+                let mq = v.cmp_eq(q).move_mask() as u16;
+                let ms = (v.cmp_eq(backslash) | v.cmp_lt(space)).move_mask() as u16;
+                quote |= u64::from(mq) << (16 * n);
+                special |= u64::from(ms) << (16 * n);
+            }
+        } else {
+            for (n, &c) in b.get(base..).unwrap_or_default().iter().enumerate() {
+                quote |= u64::from(c == b'"') << n;
+                special |= u64::from(c != b'"' && is_special(c)) << n;
+            }
+        }
+        Masks {
+            base,
+            quote,
+            special,
+        }
+    }
+
+    /// The closing quote of the string whose opening quote is `b[open]`, and whether its content
+    /// is plain (no escape, control or non-ASCII byte); `None` when `b` ends first. When the
+    /// content is not plain the index is only where a plain scan would have stopped looking.
+    #[inline(always)]
+    fn string_end(&mut self, b: &[u8], open: usize) -> Option<(usize, bool)> {
+        let mut base = open & !63;
+        if self.base != base {
+            *self = Masks::load(b, base);
+        }
+        // Bits strictly after `open`.
+        let after = (!0u64).checked_shl((open - base + 1) as u32).unwrap_or(0);
+        let (mut q, mut x) = (self.quote & after, self.special & after);
+        loop {
+            if q != 0 {
+                let t = q.trailing_zeros();
+                let inside = (1u64 << t) - 1;
+                return Some((base + t as usize, x & inside == 0));
+            }
+            if x != 0 {
+                return Some((base, false));
+            }
+            base += 64;
+            if base >= b.len() {
+                return None;
+            }
+            *self = Masks::load(b, base);
+            (q, x) = (self.quote, self.special);
+        }
+    }
+}
+
 /// A member name in strict canonical form at `b[i]` (its opening quote): content bounds. An
 /// escaped name is left to the general scan, which compares names only after unescaping.
 #[inline(always)]
-fn strict_key(b: &[u8], i: usize) -> Option<(usize, usize)> {
+fn strict_key(b: &[u8], i: usize, masks: &mut Masks) -> Option<(usize, usize)> {
     if *b.get(i)? != b'"' {
         return None;
     }
-    let end = next_special(b, i + 1);
-    match *b.get(end)? {
-        b'"' => Some((i + 1, end)),
-        c if c >= 0x80 => {
+    match masks.string_end(b, i)? {
+        (end, true) => Some((i + 1, end)),
+        _ => {
             let end = strict_string(b, i)?;
             if b[i + 1..end].contains(&b'\\') {
                 return None;
             }
             Some((i + 1, end))
         }
-        _ => None,
+    }
+}
+
+/// [`strict_string`] through the block masks: the index of the closing quote.
+#[inline(always)]
+fn strict_string_masked(b: &[u8], i: usize, masks: &mut Masks) -> Option<usize> {
+    match masks.string_end(b, i)? {
+        (end, true) => Some(end),
+        _ => strict_string(b, i),
     }
 }
 
@@ -651,6 +739,14 @@ struct Scanner<'a> {
     form: HashForm,
     /// Top-level members of the receipt being checked, in received order.
     members: Vec<Member>,
+    /// The block masks the strict scan last used.
+    masks: Masks,
+    /// Top-level members of the receipt strictly scanned before, in received order.
+    prev: Vec<Member>,
+    /// Bit `n`: member `n` of the receipt before repeated the one before it.
+    repeats: u64,
+    /// Receipts strictly scanned in this array.
+    seen: usize,
     /// A `receipts` array with at least this many bytes after its `[` is scanned on two threads.
     parallel_min: usize,
 }
@@ -1082,6 +1178,10 @@ impl<'a> Scanner<'a> {
         // The stated hash of the receipt before (already verified, or about to be).
         let mut last: Option<Cow<'a, [u8]>> = None;
         let mut first = true;
+        // Members are reused only within one array (one depth).
+        self.prev.clear();
+        self.repeats = !0;
+        self.seen = 0;
         loop {
             if self.peek()? == b'{' {
                 let start = self.i;
@@ -1169,47 +1269,71 @@ impl<'a> Scanner<'a> {
         let mut in_order = true;
         let mut last_key = (0u64, 0usize, 0usize);
         let first_member = self.members.len();
+        // Slots whose member repeated the one before.
+        let mut hits = 0u64;
         if *b.get(i)? == b'}' {
             self.i = i + 1;
         } else {
             loop {
                 let member_start = i;
-                let (ks, ke) = strict_key(b, i)?;
-                let key = prefix_key_at(b, ks, ke);
-                if self.members.len() > first_member {
-                    in_order &=
-                        name_cmp((last_key.0, &b[last_key.1..last_key.2]), (key, &b[ks..ke]))
-                            .is_lt();
-                }
-                last_key = (key, ks, ke);
-                if *b.get(ke + 1)? != b':' {
-                    return None;
-                }
-                self.i = ke + 2;
-                let name = &b[ks..ke];
-                let value_start = self.i;
-                if *b.get(value_start)? == b'"' && (name == b"hash" || name == b"previous_hash") {
-                    self.i = strict_string(b, value_start)? + 1;
-                    let content = (value_start + 1, self.i - 1);
-                    if name == b"hash" {
-                        hash = HashField::Str {
-                            value: content,
-                            member: (member_start, self.i),
-                        };
-                    } else {
-                        previous = Some(content);
-                    }
+                let slot = self.members.len() - first_member;
+                // A slot whose member changed last time is compared again only every eighth
+                // receipt: ids, hashes and data change in every receipt.
+                let try_it =
+                    slot >= 64 || self.repeats >> slot & 1 == 1 || self.seen.is_multiple_of(8);
+                let same = if try_it {
+                    self.same_member(member_start, slot)
                 } else {
-                    if name == b"hash" {
-                        hash = HashField::NotString;
+                    None
+                };
+                let m = match same {
+                    Some(m) => {
+                        if slot < 64 {
+                            hits |= 1 << slot;
+                        }
+                        self.i = m.span.1;
+                        m
                     }
-                    self.strict_value(depth)?;
+                    None => {
+                        let (ks, ke) = strict_key(b, i, &mut self.masks)?;
+                        if *b.get(ke + 1)? != b':' {
+                            return None;
+                        }
+                        self.i = ke + 2;
+                        self.strict_value(depth)?;
+                        Member {
+                            name: (ks, ke),
+                            key: prefix_key_at(b, ks, ke),
+                            span: (member_start, self.i),
+                        }
+                    }
+                };
+                let (ks, ke) = m.name;
+                if self.members.len() > first_member {
+                    in_order &= name_cmp(
+                        (last_key.0, &b[last_key.1..last_key.2]),
+                        (m.key, &b[ks..ke]),
+                    )
+                    .is_lt();
                 }
-                self.members.push(Member {
-                    name: (ks, ke),
-                    key,
-                    span: (member_start, self.i),
-                });
+                last_key = (m.key, ks, ke);
+                let name = &b[ks..ke];
+                if name == b"hash" || name == b"previous_hash" {
+                    // The value follows `":`; a string's content is inside its quotes.
+                    let string = (b[ke + 2] == b'"').then_some((ke + 3, m.span.1 - 1));
+                    if name == b"previous_hash" {
+                        previous = string;
+                    } else {
+                        hash = match string {
+                            Some(value) => HashField::Str {
+                                value,
+                                member: m.span,
+                            },
+                            None => HashField::NotString,
+                        };
+                    }
+                }
+                self.members.push(m);
                 i = self.i + 1;
                 match *b.get(self.i)? {
                     b',' => {}
@@ -1219,6 +1343,11 @@ impl<'a> Scanner<'a> {
             }
             self.i = i;
         }
+        // The next receipt compares its members with these, in received order.
+        self.repeats = hits;
+        self.seen += 1;
+        self.prev.clear();
+        self.prev.extend_from_slice(&self.members[first_member..]);
         let mut unsorted = None;
         if !in_order {
             let ms = &mut self.members[first_member..];
@@ -1250,12 +1379,37 @@ impl<'a> Scanner<'a> {
         })
     }
 
+    /// The `n`th member of the receipt scanned before, when the bytes at `at` repeat it exactly
+    /// and end where it ended: a member's validity and canonical form depend on its bytes alone
+    /// (at the same depth), so it needs no second scan. Receipts of one chain repeat most of their
+    /// members (actor, type, correlation, timestamps), and comparing bytes is far cheaper than
+    /// scanning them.
+    #[inline(always)]
+    fn same_member(&self, at: usize, n: usize) -> Option<Member> {
+        let b = self.b;
+        let p = self.prev.get(n)?;
+        let len = p.span.1 - p.span.0;
+        let end = at + len;
+        if p.span.0 >= at
+            || !matches!(b.get(end), Some(b',' | b'}'))
+            || b.get(at..end)? != &b[p.span.0..p.span.1]
+        {
+            return None;
+        }
+        let shift = at - p.span.0;
+        Some(Member {
+            name: (p.name.0 + shift, p.name.1 + shift),
+            key: p.key,
+            span: (at, end),
+        })
+    }
+
     /// Any value in strict canonical form (see [`Self::strict_receipt`]).
     fn strict_value(&mut self, depth: usize) -> Option<()> {
         let b = self.b;
         let i = self.i;
         match *b.get(i)? {
-            b'"' => self.i = strict_string(b, i)? + 1,
+            b'"' => self.i = strict_string_masked(b, i, &mut self.masks)? + 1,
             b'{' => self.strict_object(depth + 1)?,
             b'[' => self.strict_array(depth + 1)?,
             b'-' | b'0'..=b'9' => self.i = strict_number(b, i)?,
@@ -1279,7 +1433,7 @@ impl<'a> Scanner<'a> {
         }
         let mut last: Option<(u64, usize, usize)> = None;
         loop {
-            let (ks, ke) = strict_key(b, i)?;
+            let (ks, ke) = strict_key(b, i, &mut self.masks)?;
             let key = prefix_key_at(b, ks, ke);
             if let Some((pk, ps, pe)) = last
                 && !name_cmp((pk, &b[ps..pe]), (key, &b[ks..ke])).is_lt()
@@ -1522,6 +1676,10 @@ pub(crate) fn verify(bytes: &[u8], form: HashForm, parallel_min: usize) -> Scan<
         i: 0,
         form,
         members: Vec::new(),
+        masks: Masks::NONE,
+        prev: Vec::new(),
+        repeats: !0,
+        seen: 0,
         parallel_min,
     };
     let chain = s.document()?;

@@ -387,6 +387,45 @@ mod tests {
     use crate::canonical::{sha256_hex, to_canonical_vec};
 
     #[test]
+    fn a_built_chain_serializes_in_canonical_form_and_takes_the_fast_path() {
+        use crate::{DelegatedAuthorityGrant, ExternalRef};
+        let mut b = ChainBuilder::new("chain_1");
+        for i in 0..3 {
+            let mut r = receipt(i);
+            // Every optional member of the actor set, so each nested type's order counts.
+            r.actor.display_name = Some("Gateway".into());
+            r.actor.trust_domain = Some("example.com".into());
+            r.actor.did = Some("did:key:z6Mk".into());
+            r.actor.external_refs = vec![ExternalRef {
+                id: "u1".into(),
+                system: "crm".into(),
+                r#type: "user".into(),
+            }];
+            r.actor.delegated_authority = vec![DelegatedAuthorityGrant {
+                expires_at: Some(Timestamp::from_wire("2026-07-15T08:30:00Z")),
+                principal_id: PrincipalId::new("user:1"),
+                reason: Some("on call".into()),
+                scopes: vec!["actions:read".into()],
+            }];
+            r.actor.auth_context = Some(json!({"z": 1, "a": [2]}));
+            r.correlation_id = Some(crate::CorrelationId::new("corr_1"));
+            b.push(r);
+        }
+        let chain = b.finish();
+        let bytes = serde_json::to_vec(&chain).unwrap();
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            bytes,
+            to_canonical_vec(&value),
+            "serde writes receipts canonically"
+        );
+        assert_eq!(
+            verify_document_fast(&bytes, HashForm::Omit).map(|v| v.root_hash),
+            chain.root_hash
+        );
+    }
+
+    #[test]
     fn the_hash_omits_the_hash_member_as_spec_18_2_says() {
         let mut r = receipt(0);
         seal(&mut r, None);

@@ -5,7 +5,13 @@
 //! - envelope sign and verify rates (Ed25519, canonical JSON);
 //! - receipt-chain verification versus raw SHA-256 over the same bytes: the byte-level verifier
 //!   (`verify_document`, what `aip receipts verify` runs) on a 100-receipt chain and on a 2000-receipt
-//!   chain (large enough for the two-thread path), and the reference path (parse + canonicalise).
+//!   chain (large enough for the two-thread path) as `ChainBuilder` writes them (canonical), on the
+//!   same 2000 receipts with their members in another order (`struct_order`: sorted and copied
+//!   before hashing) and with a different actor in every receipt (`distinct_actors`: no leading
+//!   block shared with the receipt before), and the reference path (parse + canonicalise). Each
+//!   chain also gets a paired report printed to stdout: raw SHA-256 and the verifier alternate,
+//!   round after round, and the median of the per-round ratios is given, which drifting machine
+//!   load (other tenants of the host) skews far less than runs measured one after the other.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use aip_core::receipts::{
@@ -113,13 +119,17 @@ fn signatures(c: &mut Criterion) {
 }
 
 fn chain_bytes(n: u32) -> Vec<u8> {
+    chain_bytes_with(n, |_| "service:gateway".into())
+}
+
+fn chain_bytes_with(n: u32, actor: impl Fn(u32) -> String) -> Vec<u8> {
     let mut builder = ChainBuilder::new("chain_bench");
     for i in 0..n {
         builder.push(Receipt {
             id: ReceiptId::new(format!("rcpt_{i:04}")),
             receipt_type: ReceiptType::ToolExecuted,
             actor: Principal {
-                id: PrincipalId::new("service:gateway"),
+                id: PrincipalId::new(actor(i)),
                 kind: PrincipalKind::Service,
                 display_name: None,
                 trust_domain: Some("example.com".into()),
@@ -138,15 +148,97 @@ fn chain_bytes(n: u32) -> Vec<u8> {
     serde_json::to_vec(&builder.finish()).unwrap()
 }
 
+/// The same chain with every receipt's members in the order the receipt type declared them
+/// before it was put in name order (what a sender that serializes structs as declared writes).
+fn struct_order(bytes: &[u8]) -> Vec<u8> {
+    const ORDER: [&str; 8] = [
+        "id",
+        "receipt_type",
+        "actor",
+        "occurred_at",
+        "correlation_id",
+        "data",
+        "previous_hash",
+        "hash",
+    ];
+    let chain: Value = serde_json::from_slice(bytes).unwrap();
+    let receipts: Vec<String> = chain["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let members: Vec<String> = ORDER
+                .iter()
+                .filter_map(|k| r.get(*k).map(|v| format!("\"{k}\":{v}")))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        })
+        .collect();
+    format!(
+        "{{\"chain_id\":{},\"receipts\":[{}],\"root_hash\":{}}}",
+        chain["chain_id"],
+        receipts.join(","),
+        chain["root_hash"]
+    )
+    .into_bytes()
+}
+
+/// Median of the values.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Raw SHA-256 and the verifier (one thread, then two) alternating for `rounds` rounds: medians
+/// and the median per-round ratio, printed.
+fn paired_report(name: &str, bytes: &[u8], rounds: usize) {
+    use std::time::Instant;
+    let (mut raw, mut one, mut two) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t = Instant::now();
+        black_box(Sha256::digest(black_box(bytes)));
+        raw.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        black_box(
+            verify_document_fast_split(black_box(bytes), HashForm::Omit, usize::MAX).unwrap(),
+        );
+        one.push(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        black_box(verify_document_fast_split(black_box(bytes), HashForm::Omit, 0).unwrap());
+        two.push(t.elapsed().as_secs_f64());
+    }
+    let ratio = |v: &[f64]| median(raw.iter().zip(v).map(|(r, x)| r / x).collect());
+    let (r1, r2) = (ratio(&one), ratio(&two));
+    let mib = |t: f64| bytes.len() as f64 / t / (1 << 20) as f64;
+    println!(
+        "paired {name} ({} B, {rounds} rounds): raw SHA-256 {:.0} MiB/s; one thread {:.0} MiB/s = {r1:.2}x; two threads {:.0} MiB/s = {r2:.2}x (median per-round ratios)",
+        bytes.len(),
+        mib(median(raw)),
+        mib(median(one)),
+        mib(median(two)),
+    );
+}
+
 fn receipt_chain(c: &mut Criterion) {
-    for n in [100u32, 2000] {
-        let bytes = chain_bytes(n);
+    let cases = [
+        ("", chain_bytes(100)),
+        ("", chain_bytes(2000)),
+        ("struct_order_", struct_order(&chain_bytes(2000))),
+        (
+            "distinct_actors_",
+            chain_bytes_with(2000, |i| format!("service:gateway-{i:04}")),
+        ),
+    ];
+    for (kind, bytes) in cases {
         let chain: Value = serde_json::from_slice(&bytes).unwrap();
+        let n = chain["receipts"].as_array().unwrap().len();
         assert!(
             verify_document_fast(&bytes, HashForm::Omit).is_some(),
-            "the fast path takes a canonical chain"
+            "the fast path takes the chain"
         );
-        let mut g = c.benchmark_group(format!("receipt_chain_{n}_{}B", bytes.len()));
+        let name = format!("receipt_chain_{kind}{n}_{}B", bytes.len());
+        paired_report(&name, &bytes, if n > 1000 { 300 } else { 3000 });
+        let mut g = c.benchmark_group(name);
         g.throughput(Throughput::Bytes(bytes.len() as u64));
         g.bench_function("baseline_raw_sha256", |b| {
             b.iter(|| black_box(Sha256::digest(black_box(&bytes))))
