@@ -5,8 +5,13 @@
 //! same bytes. Receipts produced by this crate (and most senders) are already in the canonical form
 //! of [`crate::canonical`]: compact, members sorted by name bytes, serde_json's string and number
 //! encoding. For such a receipt the hashed bytes are the received bytes minus the `hash` member, so
-//! the verifier scans each receipt once, checks that it is canonical, and feeds the two raw slices
-//! around the `hash` member straight into SHA-256.
+//! the verifier scans each receipt once, checks that it is canonical, and hashes the bytes around
+//! the `hash` member as they stand (a receipt off only in its top-level member order is hashed from
+//! its members' bytes in name order).
+//!
+//! The scan has two levels: a strict one that accepts only the canonical form and is fast, and a
+//! general one that rescans whatever the strict one refused and tells how far it is from canonical.
+//! Large arrays are hashed on a second thread while this one scans ([`Scanner::receipts_pipelined`]).
 //!
 //! The fast path only ever answers "verified, with this root". Everything else — a receipt that is
 //! not canonical is re-canonicalised through the reference code; bytes that are not JSON, duplicate
@@ -722,6 +727,21 @@ fn name_cmp(x: (u64, &[u8]), y: (u64, &[u8])) -> std::cmp::Ordering {
     x.0.cmp(&y.0).then_with(|| x.1.cmp(y.1))
 }
 
+/// Sorts a receipt's members by name (insertion sort: a receipt has few); `true` when two share a
+/// name.
+fn sort_members(b: &[u8], ms: &mut [Member]) -> bool {
+    let name = |m: &Member| (m.key, &b[m.name.0..m.name.1]);
+    for j in 1..ms.len() {
+        let mut k = j;
+        while k > 0 && name_cmp(name(&ms[k - 1]), name(&ms[k])).is_gt() {
+            ms.swap(k - 1, k);
+            k -= 1;
+        }
+    }
+    ms.windows(2)
+        .any(|w| name_cmp(name(&w[0]), name(&w[1])).is_eq())
+}
+
 fn hex_value(c: u8) -> Scan<u16> {
     match c {
         b'0'..=b'9' => Ok(u16::from(c - b'0')),
@@ -1350,21 +1370,8 @@ impl<'a> Scanner<'a> {
         self.prev.extend_from_slice(&self.members[first_member..]);
         let mut unsorted = None;
         if !in_order {
-            let ms = &mut self.members[first_member..];
-            let name = |m: &Member| (m.key, &b[m.name.0..m.name.1]);
-            // Insertion sort: a receipt has few members.
-            for j in 1..ms.len() {
-                let mut k = j;
-                while k > 0 && name_cmp(name(&ms[k - 1]), name(&ms[k])).is_gt() {
-                    ms.swap(k - 1, k);
-                    k -= 1;
-                }
-            }
             // A duplicate name (serde_json keeps the last) is left to the general scan.
-            if ms
-                .windows(2)
-                .any(|w| name_cmp(name(&w[0]), name(&w[1])).is_eq())
-            {
+            if sort_members(b, &mut self.members[first_member..]) {
                 return None;
             }
             unsorted = Some(first_member..self.members.len());
@@ -1534,22 +1541,8 @@ impl<'a> Scanner<'a> {
         }
         let mut unsorted = None;
         if !in_order {
-            let b = self.b;
-            let ms = &mut self.members[first_member..];
-            let name = |m: &Member| (m.key, &b[m.name.0..m.name.1]);
-            // Insertion sort: a receipt has few members.
-            for j in 1..ms.len() {
-                let mut k = j;
-                while k > 0 && name_cmp(name(&ms[k - 1]), name(&ms[k])).is_gt() {
-                    ms.swap(k - 1, k);
-                    k -= 1;
-                }
-            }
             // A duplicate name (serde_json keeps the last) is left to the reference canonicaliser.
-            if ms
-                .windows(2)
-                .any(|w| name_cmp(name(&w[0]), name(&w[1])).is_eq())
-            {
+            if sort_members(self.b, &mut self.members[first_member..]) {
                 level = level.max(VALID);
             }
             unsorted = Some(first_member..self.members.len());
