@@ -133,10 +133,18 @@ enum Item<'a> {
 }
 
 /// Receipts handed to the hasher's thread at once, with the sorted members their jobs refer to.
-#[derive(Default)]
 struct Batch<'a> {
     items: Vec<Item<'a>>,
     members: Vec<Member>,
+}
+
+impl Batch<'_> {
+    fn with_capacity(receipts: usize) -> Self {
+        Batch {
+            items: Vec::with_capacity(receipts),
+            members: Vec::new(),
+        }
+    }
 }
 
 /// Receipts in the first batch (small, so the hasher starts early) and in each later one.
@@ -188,12 +196,8 @@ impl<'a> Sink<'_, 'a> {
                         return Err(Bail);
                     }
                     *limit = BATCH;
-                    let next = Batch {
-                        items: Vec::with_capacity(BATCH),
-                        members: Vec::new(),
-                    };
                     // The hasher drops its receiver only after the last batch.
-                    let _ = tx.send(std::mem::replace(batch, next));
+                    let _ = tx.send(std::mem::replace(batch, Batch::with_capacity(BATCH)));
                 }
                 Ok(())
             }
@@ -490,19 +494,29 @@ fn is_special(c: u8) -> bool {
     c == b'"' || c == b'\\' || !(0x20..0x80).contains(&c)
 }
 
+/// One bit a byte of 16 bytes, with SIMD compares (`wide` keeps them safe): the quotes, and the
+/// other bytes that end a plain run of string content (`\`, control bytes, non-ASCII).
+#[inline(always)]
+fn classify16(lane: &[u8; 16]) -> (u16, u16) {
+    use wide::{CmpEq, CmpLt, i8x16};
+    let v = i8x16::new(lane.map(|c| c as i8));
+    // Signed: non-ASCII bytes are negative, so one compare flags them and the control bytes.
+    let others = v.cmp_eq(i8x16::splat(b'\\' as i8)) | v.cmp_lt(i8x16::splat(0x20));
+    // move_mask sets the low 16 bits only.
+    (
+        v.cmp_eq(i8x16::splat(b'"' as i8)).move_mask() as u16,
+        others.move_mask() as u16,
+    )
+}
+
 /// Index of the first byte at or after `i` that ends a plain run of string content (`"`, `\`, a
-/// control byte, or a non-ASCII byte), or `b.len()`. Sixteen bytes at a time with SIMD compares
-/// (`wide` keeps them safe): string scanning is a large part of verifying a receipt.
+/// control byte, or a non-ASCII byte), or `b.len()`. Sixteen bytes at a time ([`classify16`]):
+/// string scanning is a large part of verifying a receipt.
 #[inline(always)]
 fn next_special(b: &[u8], mut i: usize) -> usize {
-    use wide::{CmpEq, CmpLt, i8x16};
-    let quote = i8x16::splat(b'"' as i8);
-    let backslash = i8x16::splat(b'\\' as i8);
-    // Signed: non-ASCII bytes are negative, so one compare flags them and the control bytes.
-    let space = i8x16::splat(0x20);
     while let Some(chunk) = b.get(i..).and_then(|s| s.first_chunk::<16>()) {
-        let v = i8x16::new(chunk.map(|c| c as i8));
-        let m = (v.cmp_eq(quote) | v.cmp_eq(backslash) | v.cmp_lt(space)).move_mask();
+        let (quotes, others) = classify16(chunk);
+        let m = quotes | others;
         if m != 0 {
             return i + m.trailing_zeros() as usize;
         }
@@ -539,18 +553,10 @@ impl Masks {
 
     #[inline(always)]
     fn load(b: &[u8], base: usize) -> Masks {
-        use wide::{CmpEq, CmpLt, i8x16};
         let (mut quote, mut special) = (0u64, 0u64);
         if let Some(block) = b.get(base..).and_then(|s| s.first_chunk::<64>()) {
-            let q = i8x16::splat(b'"' as i8);
-            let backslash = i8x16::splat(b'\\' as i8);
-            // Signed: non-ASCII bytes are negative, so one compare flags them and the controls.
-            let space = i8x16::splat(0x20);
             for (n, lane) in block.as_chunks::<16>().0.iter().enumerate() {
-                let v = i8x16::new(lane.map(|c| c as i8));
-                // move_mask sets the low 16 bits only.
-                let mq = v.cmp_eq(q).move_mask() as u16;
-                let ms = (v.cmp_eq(backslash) | v.cmp_lt(space)).move_mask() as u16;
+                let (mq, ms) = classify16(lane);
                 quote |= u64::from(mq) << (16 * n);
                 special |= u64::from(ms) << (16 * n);
             }
@@ -1173,10 +1179,7 @@ impl<'a> Scanner<'a> {
             s.spawn(move |_| hash_batches(b, form, rx, failed, hashed));
             let mut sink = Sink::Send {
                 tx,
-                batch: Batch {
-                    items: Vec::with_capacity(FIRST_BATCH),
-                    members: Vec::new(),
-                },
+                batch: Batch::with_capacity(FIRST_BATCH),
                 limit: FIRST_BATCH,
                 failed,
             };
@@ -1200,8 +1203,7 @@ impl<'a> Scanner<'a> {
         let mut first = true;
         // Members are reused only within one array (one depth).
         self.prev.clear();
-        self.repeats = !0;
-        self.seen = 0;
+        (self.repeats, self.seen) = (!0, 0);
         loop {
             if self.peek()? == b'{' {
                 let start = self.i;
@@ -1671,7 +1673,8 @@ pub(crate) fn verify(bytes: &[u8], form: HashForm, parallel_min: usize) -> Scan<
         members: Vec::new(),
         masks: Masks::NONE,
         prev: Vec::new(),
-        repeats: !0,
+        // Set for each array by `run`.
+        repeats: 0,
         seen: 0,
         parallel_min,
     };

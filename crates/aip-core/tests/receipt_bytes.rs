@@ -562,11 +562,7 @@ fn an_envelope_carrying_a_chain_is_verified_at_body_receipt_chain() {
 /// A one-receipt chain whose receipt is `{<members>,"hash":H}` with H the SHA-256 of the raw bytes
 /// `{<members>}`: what the fast path would compute if it took those bytes for canonical.
 fn raw_sealed(members: &str) -> Vec<u8> {
-    use sha2::{Digest, Sha256};
-    let h = hex::encode(Sha256::digest(format!("{{{members}}}").as_bytes()));
-    let root = root_hash([h.as_str()]);
-    format!("{{\"chain_id\":\"c\",\"receipts\":[{{{members},\"hash\":\"{h}\"}}],\"root_hash\":\"{root}\"}}")
-        .into_bytes()
+    raw_sealed_chain(&[members])
 }
 
 #[test]
