@@ -180,7 +180,7 @@ async fn raw_responder(url: String, subject: String, store: Arc<dyn Store>) {
                 "aip_version": "1.0",
                 "message_type": "aip.core.v1.action_result",
                 "message_id": format!("msg_{id}"),
-                "sent_at": "2026-01-01T00:00:00Z",
+                "sent_at": aip_core::Timestamp::now(),
                 "body": { "action_result": { "action_id": id, "status": "completed", "output": output } },
             }});
             if let Some(reply_to) = message.reply {

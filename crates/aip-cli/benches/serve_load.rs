@@ -148,7 +148,7 @@ async fn send(client: &reqwest::Client, url: &str, token: Option<&str>, n: usize
         "aip_version": "1.0",
         "message_type": "aip.core.v1.action",
         "message_id": format!("msg_bench_{}_{i}", std::process::id()),
-        "sent_at": "2026-01-01T00:00:00Z",
+        "sent_at": aip_core::Timestamp::now(),
         "body": { "action": {
             "id": format!("act_bench_{}_{i}", std::process::id()),
             "capability_id": "cap:demo:echo",

@@ -175,7 +175,7 @@ fn batched_action(
 ) -> Value {
     json!({
         "aip_version": "1.0", "message_type": "aip.core.v1.action",
-        "message_id": format!("msg_{action_id}"), "sent_at": "2026-01-01T00:00:00Z",
+        "message_id": format!("msg_{action_id}"), "sent_at": aip_core::Timestamp::now(),
         "correlation_id": correlation,
         "body": { "action": { "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming",
                               "input": { "n": n, "interval_ms": interval_ms, "batch": batch } } },
@@ -188,7 +188,7 @@ fn follow(action_id: &str) -> Value {
     json!({
         "aip_version": "1.0", "message_type": "aip.lifecycle.v1.action_events_request",
         "message_id": format!("msg_follow_{action_id}_{}", NEXT.fetch_add(1, Ordering::Relaxed)),
-        "sent_at": "2026-01-01T00:00:00Z",
+        "sent_at": aip_core::Timestamp::now(),
         "body": { "action_events_request": { "action_id": action_id, "follow": true, "limit": 1 } },
     })
 }

@@ -197,7 +197,7 @@ async fn a_worker_paused_past_its_lease_cannot_write_its_late_result() {
         pause(50).await;
     }
     assert!(
-        log.contains("async action could not be settled") && log.contains("store.stale_lease"),
+        log.contains("job run failed") && log.contains("store.stale_lease"),
         "node A's late write was not refused by the store: {log}"
     );
     // One final result, the one node B wrote, on both nodes.

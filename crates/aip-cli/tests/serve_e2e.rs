@@ -19,7 +19,15 @@ async fn discovery_lists_the_demo_capabilities_and_filters_by_side_effect() {
     let (status, manifest) = admin.get("/aip/v1/manifest").await;
     assert_eq!(status, 200);
     assert_eq!(manifest["manifest_version"], "aip-manifest/v1");
-    assert_eq!(manifest["profiles"], json!(["aip.native.http.v1"]));
+    // Exactly the bindings this node serves (no NATS configured here).
+    assert_eq!(
+        manifest["profiles"],
+        json!([
+            "aip.native.http.v1",
+            "aip.sse.stream.v1",
+            "aip.websocket.stream.v1"
+        ])
+    );
     let ids: Vec<&str> = manifest["capabilities"]
         .as_array()
         .unwrap()

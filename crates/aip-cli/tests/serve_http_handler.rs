@@ -124,9 +124,20 @@ handler = {{ type = "http", url = "{base}/charge", timeout_ms = 400 }}
         .collect();
     assert_eq!(ids, ["cap:ext:charge", "cap:ext:weather"]);
 
+    // A tenant named in the body is a selector, never authority: another tenant's is refused and
+    // nothing reaches the provider (spec 22.6).
+    let (status, reply) = client
+        .act(json!({ "id": id("act_"), "capability_id": "cap:ext:weather", "input": { "city": "Lisbon" }, "identity": { "tenant": { "id": "evil-corp" } } }))
+        .await;
+    assert_eq!(status, 403, "{reply}");
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"],
+        "aip.policy.scope_denied"
+    );
+    assert!(provider.seen.lock().await.is_empty());
     let action_id = id("act_");
     let (status, reply) = client
-        .act(json!({ "id": action_id, "capability_id": "cap:ext:weather", "input": { "city": "Lisbon" }, "identity": { "tenant": { "id": "evil-corp" } } }))
+        .act(json!({ "id": action_id, "capability_id": "cap:ext:weather", "input": { "city": "Lisbon" }, "identity": { "tenant": { "id": "acme" } } }))
         .await;
     assert_eq!(status, 200, "{reply}");
     assert_eq!(

@@ -3,11 +3,12 @@
 
 use serde_json::{Value, json};
 
+use crate::rules::Rule;
 use crate::validate::Violation;
-use crate::{ErrorCategory, ProtocolError};
+use crate::{ErrorCategory, ErrorCode, ProtocolError};
 
 /// Which bound of [`crate::Limits`] an input exceeded (spec 22.8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum LimitKind {
     /// Total encoded size.
@@ -23,6 +24,26 @@ pub enum LimitKind {
 }
 
 impl LimitKind {
+    /// Every kind, in declaration order.
+    pub const ALL: &'static [LimitKind] = &[
+        LimitKind::EnvelopeBytes,
+        LimitKind::Depth,
+        LimitKind::StringLength,
+        LimitKind::CollectionSize,
+        LimitKind::NumberRange,
+    ];
+
+    /// The wire code of exceeding this bound (spec 22.8).
+    pub fn code(self) -> &'static str {
+        match self {
+            LimitKind::EnvelopeBytes => "aip.limit.envelope_bytes",
+            LimitKind::Depth => "aip.limit.depth",
+            LimitKind::StringLength => "aip.limit.string_length",
+            LimitKind::CollectionSize => "aip.limit.collection_size",
+            LimitKind::NumberRange => "aip.limit.number_range",
+        }
+    }
+
     /// Stable name used in codes and details.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -109,41 +130,23 @@ pub enum DecodeError {
 
 impl DecodeError {
     /// The stable namespaced wire code (19.1).
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            DecodeError::Limit { kind, .. } => match kind {
-                LimitKind::EnvelopeBytes => "aip.limit.envelope_bytes",
-                LimitKind::Depth => "aip.limit.depth",
-                LimitKind::StringLength => "aip.limit.string_length",
-                LimitKind::CollectionSize => "aip.limit.collection_size",
-                LimitKind::NumberRange => "aip.limit.number_range",
-            },
-            DecodeError::MalformedJson { .. } => "aip.envelope.malformed_json",
-            DecodeError::UnsupportedVersion { .. } => "aip.envelope.unsupported_version",
-            DecodeError::UnsupportedMessageType { .. } => "aip.envelope.unsupported_message_type",
-            DecodeError::TypeMismatch { .. } => "aip.envelope.type_mismatch",
-            DecodeError::EmptyMessageId => "aip.envelope.empty_message_id",
-            DecodeError::EmptyIdempotencyKey => "aip.envelope.empty_idempotency_key",
-            DecodeError::Schema { .. } => "aip.envelope.schema_violation",
-            DecodeError::Semantic { first, .. } => first.rule.code(),
+            DecodeError::Limit { kind, .. } => ErrorCode::Limit(*kind),
+            DecodeError::MalformedJson { .. } => ErrorCode::MalformedJson,
+            DecodeError::UnsupportedVersion { .. } => ErrorCode::UnsupportedVersion,
+            DecodeError::UnsupportedMessageType { .. } => ErrorCode::UnknownMessageType,
+            DecodeError::TypeMismatch { .. } => ErrorCode::Semantic(Rule::TypeMismatch),
+            DecodeError::EmptyMessageId => ErrorCode::Semantic(Rule::EmptyMessageId),
+            DecodeError::EmptyIdempotencyKey => ErrorCode::Semantic(Rule::EmptyIdempotencyKey),
+            DecodeError::Schema { .. } => ErrorCode::SchemaViolation,
+            DecodeError::Semantic { first, .. } => ErrorCode::Semantic(first.rule),
         }
     }
 
     /// Every decode failure means "the request cannot succeed unchanged" (19.1 `permanent`).
     pub fn category(&self) -> ErrorCategory {
-        ErrorCategory::Permanent
-    }
-
-    /// Native HTTP status: 413 for size bounds (a binding may refine the category's 400), else the
-    /// category mapping of 19.1.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            DecodeError::Limit {
-                kind: LimitKind::EnvelopeBytes,
-                ..
-            } => 413,
-            _ => self.category().http_status(),
-        }
+        self.code().category()
     }
 
     /// Decode failures are never retryable unchanged.
@@ -215,7 +218,7 @@ impl DecodeError {
             _ => {}
         }
         ProtocolError {
-            code: self.code().to_owned(),
+            code: self.code().as_str().to_owned(),
             message: self.to_string(),
             category: self.category(),
             retryable: Some(false),

@@ -37,6 +37,7 @@ pub mod approval;
 pub mod audit;
 pub mod callback;
 pub mod canonical;
+pub mod code;
 pub mod content;
 pub mod decode;
 pub mod delegation;
@@ -66,6 +67,7 @@ pub use action::*;
 pub use approval::*;
 pub use audit::*;
 pub use callback::*;
+pub use code::{ErrorCode, is_namespaced_code};
 pub use content::*;
 pub use decode::{
     decode_body, decode_envelope, decode_envelope_value, decode_value, envelope_from_value,

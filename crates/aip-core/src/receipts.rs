@@ -12,7 +12,7 @@
 use serde_json::Value;
 
 use crate::canonical::canonical_hash_with;
-use crate::{ErrorCategory, ProtocolError, Receipt, ReceiptChain};
+use crate::{ProtocolError, Receipt, ReceiptChain};
 
 /// Which receipt-hash form a verifier accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -176,16 +176,17 @@ fn describe(kind: &ReceiptErrorKind) -> String {
 
 impl ReceiptError {
     /// Stable wire code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::ErrorCode {
+        use crate::ErrorCode as C;
         match self.kind {
-            ReceiptErrorKind::Malformed(_) => "aip.receipt.malformed",
-            ReceiptErrorKind::MissingHash => "aip.receipt.missing_hash",
-            ReceiptErrorKind::HashMismatch { .. } => "aip.receipt.hash_mismatch",
-            ReceiptErrorKind::NullFormHash => "aip.receipt.null_form_hash",
-            ReceiptErrorKind::FirstHasPrevious => "aip.receipt.first_has_previous",
-            ReceiptErrorKind::BrokenLink { .. } => "aip.receipt.broken_link",
-            ReceiptErrorKind::MissingRootHash => "aip.receipt.missing_root_hash",
-            ReceiptErrorKind::RootMismatch { .. } => "aip.receipt.root_mismatch",
+            ReceiptErrorKind::Malformed(_) => C::ReceiptMalformed,
+            ReceiptErrorKind::MissingHash => C::ReceiptMissingHash,
+            ReceiptErrorKind::HashMismatch { .. } => C::ReceiptHashMismatch,
+            ReceiptErrorKind::NullFormHash => C::ReceiptNullFormHash,
+            ReceiptErrorKind::FirstHasPrevious => C::ReceiptFirstHasPrevious,
+            ReceiptErrorKind::BrokenLink { .. } => C::ReceiptBrokenLink,
+            ReceiptErrorKind::MissingRootHash => C::ReceiptMissingRootHash,
+            ReceiptErrorKind::RootMismatch { .. } => C::ReceiptRootMismatch,
         }
     }
 
@@ -195,8 +196,7 @@ impl ReceiptError {
             .index
             .map(|i| format!("/receipts/{i}"))
             .unwrap_or_default();
-        ProtocolError::new(self.code(), ErrorCategory::Permanent, self.to_string())
-            .with_pointer(&pointer)
+        self.code().error(self.to_string()).with_pointer(&pointer)
     }
 }
 
@@ -453,7 +453,10 @@ mod tests {
         seal(&mut r2, Some("00"));
         c.receipts[2] = r2;
         let e = verify_chain(&c).unwrap_err();
-        assert_eq!((e.index, e.code()), (Some(2), "aip.receipt.broken_link"));
+        assert_eq!(
+            (e.index, e.code().as_str()),
+            (Some(2), "aip.receipt.broken_link")
+        );
 
         let mut c = chain(2);
         c.root_hash = Some("ab".into());

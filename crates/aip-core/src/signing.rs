@@ -10,7 +10,7 @@ use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
 use serde_json::{Map, Value};
 
 use crate::canonical::to_canonical_vec;
-use crate::{Envelope, ErrorCategory, ProtocolError};
+use crate::{Envelope, ProtocolError};
 
 /// The Ed25519 key types this module signs and verifies with.
 pub use ed25519_dalek::{SigningKey as Ed25519SigningKey, VerifyingKey as Ed25519VerifyingKey};
@@ -48,15 +48,16 @@ pub enum SignatureError {
 
 impl SignatureError {
     /// Stable wire code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> crate::ErrorCode {
+        use crate::ErrorCode as C;
         match self {
-            SignatureError::NotAnObject => "aip.signature.not_an_object",
-            SignatureError::MissingSecurity => "aip.signature.missing_security",
-            SignatureError::MissingDid => "aip.signature.missing_did",
-            SignatureError::MissingSignature => "aip.signature.missing_signature",
-            SignatureError::InvalidDid(_) => "aip.signature.invalid_did",
-            SignatureError::BadEncoding => "aip.signature.bad_encoding",
-            SignatureError::BadSignature => "aip.signature.invalid",
+            SignatureError::NotAnObject => C::SignatureNotAnObject,
+            SignatureError::MissingSecurity => C::SignatureMissingSecurity,
+            SignatureError::MissingDid => C::SignatureMissingDid,
+            SignatureError::MissingSignature => C::SignatureMissingSignature,
+            SignatureError::InvalidDid(_) => C::SignatureInvalidDid,
+            SignatureError::BadEncoding => C::SignatureBadEncoding,
+            SignatureError::BadSignature => C::SignatureInvalid,
         }
     }
 
@@ -74,7 +75,8 @@ impl SignatureError {
 
     /// Signature failures are authentication failures (19.1 `auth`).
     pub fn to_protocol_error(&self) -> ProtocolError {
-        ProtocolError::new(self.code(), ErrorCategory::Auth, self.to_string())
+        self.code()
+            .error(self.to_string())
             .with_pointer(self.pointer())
     }
 }
@@ -208,6 +210,7 @@ pub fn verify_value(envelope: &Value) -> Result<Signer, SignatureError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorCategory;
     use serde_json::json;
 
     fn envelope() -> Value {

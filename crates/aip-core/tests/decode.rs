@@ -29,7 +29,7 @@ fn decode(v: &Value) -> Result<Envelope, DecodeError> {
 
 fn code(v: &Value) -> (String, String) {
     let e = decode(v).unwrap_err();
-    (e.code().to_owned(), e.pointer().to_owned())
+    (e.code().to_string(), e.pointer().to_owned())
 }
 
 #[test]
@@ -197,8 +197,11 @@ fn oversized_and_malformed_input_is_rejected_with_typed_errors() {
     };
     let e = decode_envelope(&bytes, &tight).unwrap_err();
     assert_eq!(
-        (e.code(), e.http_status()),
-        ("aip.limit.envelope_bytes", 413)
+        (e.code().as_str(), e.category()),
+        (
+            "aip.limit.envelope_bytes",
+            aip_core::ErrorCategory::Permanent
+        )
     );
     let e = decode_envelope(b"{\"aip_version\":", &Limits::default()).unwrap_err();
     assert_eq!(e.code(), "aip.envelope.malformed_json");

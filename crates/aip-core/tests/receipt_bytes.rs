@@ -440,7 +440,7 @@ fn a_chain_large_enough_for_two_threads_verifies_and_names_its_first_broken_link
         panic!("tampered chain verified")
     };
     assert_eq!(
-        (e.index, e.code()),
+        (e.index, e.code().as_str()),
         (Some(900), "aip.receipt.hash_mismatch")
     );
 }
@@ -495,7 +495,7 @@ fn receipts_holding_receipt_like_data_verify_alike_on_one_and_two_threads() {
             panic!("tampered chain verified")
         };
         assert_eq!(
-            (e.index, e.code()),
+            (e.index, e.code().as_str()),
             (Some(n - 1), "aip.receipt.hash_mismatch")
         );
     }

@@ -1,5 +1,6 @@
 //! The authenticated caller: identity, tenant and scopes resolved from trusted configuration (spec 8, 22.5).
 
+use aip_core::PrincipalKind;
 use serde::Serialize;
 
 /// Grants every scope below, within the caller's own tenant.
@@ -29,7 +30,7 @@ pub struct Caller {
     /// Principal id.
     pub id: String,
     /// Principal kind (spec 8.1).
-    pub kind: String,
+    pub kind: PrincipalKind,
     /// Tenant bound by configuration.
     pub tenant: String,
     /// Scopes bound by configuration.
@@ -41,12 +42,13 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// The owner of a stored object as a caller: tenant and id only, no scopes (used for event
-    /// audiences and records written on the owner's behalf).
+    /// The owner of a stored object as a caller: tenant and id only, no scopes, so it can authorize
+    /// nothing beyond its own objects (used for event audiences and records written on the owner's
+    /// behalf; its kind is never read).
     pub(crate) fn owner(tenant: &str, principal: &str) -> Self {
         Caller {
             id: principal.to_owned(),
-            kind: String::new(),
+            kind: PrincipalKind::Service,
             tenant: tenant.to_owned(),
             scopes: Vec::new(),
             issuer: String::new(),
@@ -106,7 +108,7 @@ mod tests {
     fn caller(scopes: &[&str]) -> Caller {
         Caller {
             id: "svc:a".into(),
-            kind: "service".into(),
+            kind: PrincipalKind::Service,
             tenant: "t1".into(),
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             issuer: "bearer".into(),

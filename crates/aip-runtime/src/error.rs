@@ -1,7 +1,7 @@
 //! The runtime's closed error set: every rejection maps to one wire code, one category and the HTTP
 //! status of spec 19.1.
 
-use aip_core::{DecodeError, ErrorCategory, ProtocolError};
+use aip_core::{DecodeError, ErrorCategory, ErrorCode, ProtocolError};
 use aip_store::StoreError;
 
 /// Why the runtime refused or could not finish a request. `Display` text is for humans only.
@@ -20,6 +20,10 @@ pub enum RuntimeError {
     /// The caller's scopes do not allow invoking the capability (spec 22.5).
     #[error("the caller may not invoke {0}")]
     ScopeDenied(String),
+    /// The request names a tenant other than the caller's (a request-supplied tenant is a selector,
+    /// never authority: spec 22.6).
+    #[error("the request names a tenant other than the caller's")]
+    ForeignTenant,
     /// The caller may see the work but not cancel it (another principal's, without the all scope).
     #[error("the caller may not cancel {0}")]
     CancelDenied(&'static str),
@@ -29,6 +33,10 @@ pub enum RuntimeError {
     /// The requested mode is not supported by the capability contract (spec 11.1).
     #[error("mode {0} is not supported by this capability")]
     UnsupportedMode(&'static str),
+    /// The action carries a context this runtime does not implement; it is refused, never ignored
+    /// (spec 22.1). Names the context member.
+    #[error("the action's {0} context is not supported by this runtime")]
+    UnsupportedContext(&'static str),
     /// `timeout_ms` is zero or above the configured maximum (spec 11.1).
     #[error("timeout_ms must be within 1..={0}")]
     InvalidTimeout(u64),
@@ -86,6 +94,9 @@ pub enum RuntimeError {
     /// Durable storage failed; nothing was acknowledged.
     #[error("storage unavailable")]
     Storage(#[source] StoreError),
+    /// The runtime failed unexpectedly (a panicking task); nothing was acknowledged.
+    #[error("internal error: {0}")]
+    Internal(&'static str),
 }
 
 impl From<StoreError> for RuntimeError {
@@ -99,66 +110,48 @@ impl From<StoreError> for RuntimeError {
 }
 
 impl RuntimeError {
-    /// The stable wire code.
-    pub fn code(&self) -> &'static str {
+    /// The stable wire code; one per variant (the decode and schema failures carry their own).
+    pub fn code(&self) -> ErrorCode {
         match self {
             RuntimeError::Decode(e) => e.code(),
-            RuntimeError::UnsupportedMessage(_) => "aip.core.unsupported_message_type",
-            RuntimeError::UnknownCapability(_) => "aip.discovery.capability_not_found",
-            RuntimeError::ScopeDenied(_) | RuntimeError::CancelDenied(_) => {
-                "aip.policy.scope_denied"
-            }
-            RuntimeError::InvalidInput(_) => "aip.action.invalid_input",
-            RuntimeError::UnsupportedMode(_) => "aip.action.unsupported_mode",
-            RuntimeError::InvalidTimeout(_) => "aip.action.invalid_timeout",
-            RuntimeError::IdempotencyKeyRequired => "aip.idempotency.key_required",
-            RuntimeError::IdempotencyUnsupported => "aip.idempotency.unsupported",
-            RuntimeError::IdempotencyConflict => "aip.idempotency.conflict",
-            RuntimeError::ExternalAccountUnbound => "aip.idempotency.external_account_unbound",
-            RuntimeError::DuplicateActionId => "aip.action.duplicate_id",
-            RuntimeError::ApprovalUnavailable => "aip.policy.approval_unavailable",
-            RuntimeError::NotFound(_) => "aip.core.not_found",
-            RuntimeError::NotCancellable => "aip.action.not_cancellable",
-            RuntimeError::Terminal(_) => "aip.action.terminal",
-            RuntimeError::InvalidQuery(_) => "aip.read.invalid_query",
-            RuntimeError::InvalidCursor => "aip.read.invalid_cursor",
-            RuntimeError::Signature(_) => "aip.security.signature_invalid",
-            RuntimeError::ClockSkew => "aip.security.clock_skew",
-            RuntimeError::Replay => "aip.security.replay",
-            RuntimeError::SessionState(_) => "aip.session.invalid_state",
-            RuntimeError::ResumeTokenInvalid => "aip.session.resume_token_invalid",
-            RuntimeError::Storage(_) => "aip.runtime.storage_unavailable",
-        }
-    }
-
-    /// The protocol category (spec 19.1).
-    pub fn category(&self) -> ErrorCategory {
-        match self {
-            RuntimeError::Decode(e) => e.category(),
-            RuntimeError::Signature(_)
-            | RuntimeError::ClockSkew
-            | RuntimeError::Replay
-            | RuntimeError::ResumeTokenInvalid => ErrorCategory::Auth,
+            RuntimeError::UnsupportedMessage(_) => ErrorCode::UnsupportedMessage,
+            RuntimeError::UnknownCapability(_) => ErrorCode::CapabilityNotFound,
             RuntimeError::ScopeDenied(_)
             | RuntimeError::CancelDenied(_)
-            | RuntimeError::ExternalAccountUnbound
-            | RuntimeError::ApprovalUnavailable => ErrorCategory::Policy,
-            RuntimeError::Storage(_) => ErrorCategory::Temporary,
-            _ => ErrorCategory::Permanent,
+            | RuntimeError::ForeignTenant => ErrorCode::ScopeDenied,
+            RuntimeError::InvalidInput(_) => ErrorCode::InvalidInput,
+            RuntimeError::UnsupportedMode(_) => ErrorCode::UnsupportedMode,
+            RuntimeError::UnsupportedContext(_) => ErrorCode::UnsupportedContext,
+            RuntimeError::InvalidTimeout(_) => ErrorCode::InvalidTimeout,
+            RuntimeError::IdempotencyKeyRequired => ErrorCode::IdempotencyKeyRequired,
+            RuntimeError::IdempotencyUnsupported => ErrorCode::IdempotencyUnsupported,
+            RuntimeError::IdempotencyConflict => ErrorCode::IdempotencyConflict,
+            RuntimeError::ExternalAccountUnbound => ErrorCode::ExternalAccountUnbound,
+            RuntimeError::DuplicateActionId => ErrorCode::DuplicateActionId,
+            RuntimeError::ApprovalUnavailable => ErrorCode::ApprovalUnavailable,
+            RuntimeError::NotFound(_) => ErrorCode::NotFound,
+            RuntimeError::NotCancellable => ErrorCode::NotCancellable,
+            RuntimeError::Terminal(_) => ErrorCode::Terminal,
+            RuntimeError::InvalidQuery(_) => ErrorCode::InvalidQuery,
+            RuntimeError::InvalidCursor => ErrorCode::InvalidCursor,
+            RuntimeError::Signature(_) => ErrorCode::SecuritySignatureInvalid,
+            RuntimeError::ClockSkew => ErrorCode::ClockSkew,
+            RuntimeError::Replay => ErrorCode::Replay,
+            RuntimeError::SessionState(_) => ErrorCode::SessionInvalidState,
+            RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
+            RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
+            RuntimeError::Internal(_) => ErrorCode::Internal,
         }
     }
 
-    /// The native HTTP status: the 19.1 mapping of the category, or a more specific status of the same
-    /// class where the binding defines one (404 for hidden objects, 409 for conflicts).
-    pub fn http_status(&self) -> u16 {
-        match self {
-            RuntimeError::Decode(e) => e.http_status(),
-            RuntimeError::NotFound(_) => 404,
-            RuntimeError::IdempotencyConflict
-            | RuntimeError::DuplicateActionId
-            | RuntimeError::Terminal(_) => 409,
-            other => category_status(other.category()),
-        }
+    /// The protocol category (spec 19.1): the code's.
+    pub fn category(&self) -> ErrorCategory {
+        self.code().category()
+    }
+
+    /// Whether the same request may succeed later unchanged.
+    pub fn retryable(&self) -> bool {
+        matches!(self, RuntimeError::Storage(_) | RuntimeError::Internal(_))
     }
 
     /// The wire error; the message never carries secrets (spec 22.7).
@@ -166,26 +159,8 @@ impl RuntimeError {
         if let RuntimeError::Decode(e) = self {
             return e.to_protocol_error();
         }
-        ProtocolError {
-            code: self.code().to_owned(),
-            message: self.to_string(),
-            category: self.category(),
-            retryable: Some(matches!(self, RuntimeError::Storage(_))),
-            retry_after_ms: None,
-            details: None,
-            source: None,
-        }
-    }
-}
-
-/// The spec 19.1 table.
-pub fn category_status(category: ErrorCategory) -> u16 {
-    match category {
-        ErrorCategory::Temporary | ErrorCategory::Transport => 503,
-        ErrorCategory::Permanent => 400,
-        ErrorCategory::Auth => 401,
-        ErrorCategory::Policy => 403,
-        ErrorCategory::Economic => 402,
-        ErrorCategory::Connector => 502,
+        let mut error = self.code().error(self.to_string());
+        error.retryable = Some(self.retryable());
+        error
     }
 }

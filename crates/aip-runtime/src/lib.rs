@@ -1,26 +1,46 @@
 //! The AIP engine, independent of transports: admission (spec 11.3), lifecycles, idempotency,
-//! cancellation, events, receipts and the authorized read model.
+//! cancellation, sessions, streaming, events, receipts and the authorized read model.
+//!
+//! Layout: [`Runtime`] (`runtime.rs`) owns the store, the admitted capabilities and the trusted
+//! configuration; `dispatch.rs` is the one table from message type to the module that serves it;
+//! `admission/` runs spec 11.3's steps with a [`PolicyGate`]; `action/` submits, executes, cancels
+//! and recovers actions; `worker/` is the leased worker every durable job kind shares; `read/`,
+//! `session/` and `stream/` serve the rest. Bindings (HTTP, SSE, WebSocket, NATS) live in
+//! `aip-server` and map a [`Reply`]'s [`Outcome`] to their own signalling.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod action;
+pub mod admission;
 pub mod caller;
 pub mod clock;
-pub mod demo;
-pub mod engine;
+mod dispatch;
 pub mod error;
+mod events;
 pub mod handler;
-pub mod http_handler;
-pub mod read;
-pub mod receipts;
+mod read;
+mod receipts;
 pub mod registry;
-pub mod session;
-pub mod stream;
+mod reply;
+mod runtime;
+mod security;
+mod session;
+mod stream;
+mod worker;
 
+pub use action::{ACTION_QUEUE, Submitted};
+pub use admission::ActionRequest;
+pub use admission::policy::{PolicyDecision, PolicyGate, PolicySubject, ScopePolicy};
 pub use caller::Caller;
-pub use engine::{Endpoint, Reply, Runtime, RuntimeConfig, SignaturePolicy};
+pub use dispatch::{Accept, SERVED};
 pub use error::RuntimeError;
 pub use handler::{
     ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
 };
 pub use registry::Registry;
-pub use stream::{ActionFollower, ChunkPage, ChunkSink, StreamItem, StreamPosition};
+pub use reply::{Outcome, Reply};
+pub use runtime::{Runtime, RuntimeConfig, SignaturePolicy};
+pub use session::{HEARTBEAT_INTERVAL_MS, SESSION_TTL_MS, SessionCancellation};
+pub use stream::{
+    ActionFollower, ChunkPage, ChunkSink, MAX_CHUNK_BATCH, StreamItem, StreamPosition,
+};

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use aip_runtime::demo::{BookHandler, EchoHandler, demo_capabilities};
+use aip_runtime::handler::demo::{BookHandler, EchoHandler, demo_capabilities};
 use aip_runtime::registry::{AdmissionError, Registry};
 use aip_runtime::{ActionHandler, Caller};
 use serde_json::json;
@@ -36,14 +36,14 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
     let registry = Registry::admit(demo_capabilities(store)).unwrap();
     let admin = Caller {
         id: "admin".into(),
-        kind: "human".into(),
+        kind: aip_core::PrincipalKind::Human,
         tenant: "t".into(),
         scopes: vec!["*".into()],
         issuer: "bearer".into(),
         external_account: None,
     };
     let agent = aip_runtime::registry::agent_principal("agent:x", "x");
-    let manifest = registry.manifest(&agent, &admin, json!({}), None, &[]);
+    let manifest = registry.manifest(&agent, &admin, json!({}), None, (&[], &[]));
     let ids: Vec<&str> = manifest
         .capabilities
         .iter()
@@ -65,7 +65,7 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
     };
     assert!(
         registry
-            .manifest(&agent, &nobody, json!({}), None, &[])
+            .manifest(&agent, &nobody, json!({}), None, (&[], &[]))
             .capabilities
             .is_empty()
     );

@@ -210,7 +210,11 @@ async fn a_tenant_wide_reader_sees_the_active_count_but_only_the_owner_or_an_all
             .await
             .is_err()
     );
-    let listed = h.runtime.sessions(&ops, None, None, None).await.unwrap();
+    let listed = h
+        .runtime
+        .read_sessions(&ops, &aip_core::SessionListRequest::default())
+        .await
+        .unwrap();
     assert_eq!(listed.sessions.len(), 1);
     assert_eq!(listed.sessions[0].active_action_count, 1);
     let denied = h
@@ -219,7 +223,7 @@ async fn a_tenant_wide_reader_sees_the_active_count_but_only_the_owner_or_an_all
         .await
         .unwrap_err();
     assert_eq!(denied.code(), "aip.policy.scope_denied");
-    assert_eq!(denied.http_status(), 403);
+    assert_eq!(denied.category(), aip_core::ErrorCategory::Policy);
     assert_eq!(
         h.state(&alice, &a).await,
         "running",

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use aip_runtime::handler::{HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
-use aip_runtime::{ActionHandler, Caller, Endpoint, Registry, Runtime};
+use aip_runtime::{Accept, ActionHandler, Caller, Registry, Runtime};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
@@ -113,7 +113,7 @@ async fn a_node_booting_beside_a_live_node_leaves_its_running_sync_mutation_alon
                 .handle(
                     &admin(),
                     &sync_action("act_live", 3 * LEASE_MS),
-                    Endpoint::Actions,
+                    Accept::ActionsOnly,
                 )
                 .await
         }
@@ -123,7 +123,12 @@ async fn a_node_booting_beside_a_live_node_leaves_its_running_sync_mutation_alon
     let second = node(&store, &handler);
     second.start().await.unwrap();
     let reply = running.await.unwrap();
-    assert_eq!(reply.status, 200, "{:?}", reply.envelope);
+    assert_eq!(
+        reply.outcome,
+        aip_runtime::Outcome::Done,
+        "{:?}",
+        reply.envelope
+    );
     let record = state_of(&store, "act_live").await;
     assert_eq!(record.state, aip_store::ActionState::Completed);
     assert_eq!(record.result.unwrap()["output"], json!({ "written": true }));
@@ -137,22 +142,36 @@ async fn a_sync_mutation_whose_node_died_is_taken_over_after_its_lease_lapses_an
  {
     let (_dir, store) = shared_store().await;
     let handler = Arc::new(SlowWrite::default());
-    let first = node(&store, &handler);
-    let running = tokio::spawn({
-        let first = Arc::clone(&first);
-        async move {
-            first
-                .handle(
-                    &admin(),
-                    &sync_action("act_dead", 60_000),
-                    Endpoint::Actions,
-                )
-                .await
+    // The first node runs on a tokio runtime of its own, which is shut down mid-mutation: like a
+    // killed process, its handler and lease renewal stop. (Dropping the caller's future is not
+    // enough: a sync action runs on even when its caller goes away.)
+    let dead = std::thread::spawn({
+        let (store, handler) = (Arc::clone(&store), Arc::clone(&handler));
+        move || {
+            let process = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            process.block_on(async {
+                let first = node(&store, &handler);
+                tokio::spawn(async move {
+                    first
+                        .handle(
+                            &admin(),
+                            &sync_action("act_dead", 60_000),
+                            Accept::ActionsOnly,
+                        )
+                        .await
+                });
+                dispatched(&handler).await;
+            });
+            process.shutdown_background();
         }
     });
-    dispatched(&handler).await;
-    // The first node dies mid-mutation: its handler and lease renewal stop.
-    running.abort();
+    tokio::task::spawn_blocking(move || dead.join().unwrap())
+        .await
+        .unwrap();
     let second = node(&store, &handler);
     second.start().await.unwrap();
     // While the dead node's lease lives, nobody touches the action.

@@ -4,6 +4,7 @@
 //! node count and text size are bounded, it must be a JSON object, and remote references cannot be
 //! resolved (the validator is built without network or file retrieval).
 
+use aip_core::ErrorCode;
 use serde_json::Value;
 
 /// Bounds on a capability schema (22.8 "MUST reject excessive depth, node count, or text size").
@@ -54,13 +55,13 @@ pub enum SchemaError {
 
 impl SchemaError {
     /// Stable wire code.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
-            SchemaError::TooDeep(_) => "aip.schema.too_deep",
-            SchemaError::TooManyNodes(_) => "aip.schema.too_many_nodes",
-            SchemaError::TooLarge(_) => "aip.schema.too_large",
-            SchemaError::NotAnObjectSchema => "aip.schema.not_an_object_schema",
-            SchemaError::Invalid(_) => "aip.schema.invalid",
+            SchemaError::TooDeep(_) => ErrorCode::SchemaTooDeep,
+            SchemaError::TooManyNodes(_) => ErrorCode::SchemaTooManyNodes,
+            SchemaError::TooLarge(_) => ErrorCode::SchemaTooLarge,
+            SchemaError::NotAnObjectSchema => ErrorCode::SchemaNotObject,
+            SchemaError::Invalid(_) => ErrorCode::SchemaInvalid,
         }
     }
 }

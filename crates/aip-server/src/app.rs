@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aip_core::{Capability, SideEffect};
-use aip_runtime::http_handler::{HttpHandler, HttpHandlerConfig};
+use aip_runtime::handler::http::{HttpHandler, HttpHandlerConfig};
 use aip_runtime::registry::{Registry, agent_principal};
 use aip_runtime::{ActionHandler, Mode, Runtime, RuntimeConfig, SignaturePolicy};
 use aip_store::Store;
@@ -62,7 +62,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let auth = AuthIndex::from_config(config)?;
     let store = open_store(config).await?;
     let mut entries = if config.demo_capabilities {
-        aip_runtime::demo::demo_capabilities(Arc::clone(&store))
+        aip_runtime::handler::demo::demo_capabilities(Arc::clone(&store))
     } else {
         Vec::new()
     };
@@ -103,6 +103,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             ..aip_core::Limits::default()
         },
         manifest_limits: json!({ "max_body_bytes": limits.max_body_bytes, "max_list_limit": limits.max_list_limit, "max_wait_ms": limits.max_wait_ms }),
+        profiles: profiles(config),
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
@@ -127,6 +128,23 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         runtime,
         auth,
     })
+}
+
+/// The profiles of the bindings this configuration enables (spec 23.3): each binding module names
+/// the profiles it serves.
+pub fn profiles(config: &Config) -> Vec<aip_core::ProfileId> {
+    let mut profiles: Vec<aip_core::ProfileId> = crate::http::PROFILES
+        .iter()
+        .map(|p| aip_core::ProfileId::new(*p))
+        .collect();
+    if config.nats.url.is_some() {
+        profiles.extend(
+            crate::nats::PROFILES
+                .iter()
+                .map(|p| aip_core::ProfileId::new(*p)),
+        );
+    }
+    profiles
 }
 
 /// `aip serve`: build, bind, print where (never the token), serve until a signal.

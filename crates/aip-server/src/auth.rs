@@ -53,7 +53,7 @@ impl AuthIndex {
             let path = ensure_admin_token(&config.data_dir)?;
             let caller = Caller {
                 id: ADMIN_PRINCIPAL.into(),
-                kind: "human".into(),
+                kind: aip_core::PrincipalKind::Human,
                 tenant: config.admin.tenant.clone(),
                 scopes: vec![aip_runtime::caller::SCOPE_ALL.into()],
                 issuer: "bearer".into(),
@@ -74,7 +74,7 @@ impl AuthIndex {
             };
             let caller = Caller {
                 id: p.id.clone(),
-                kind: p.kind.clone(),
+                kind: p.kind,
                 tenant: p.tenant.clone(),
                 scopes: p.scopes.clone(),
                 issuer: "bearer".into(),
@@ -211,7 +211,7 @@ mod tests {
         };
         config.principals.push(PrincipalConfig {
             id: "svc".into(),
-            kind: "service".into(),
+            kind: aip_core::PrincipalKind::Service,
             tenant: "t".into(),
             scopes: vec![],
             token_sha256: Some(hex::encode(hash_of(b"secret"))),

@@ -146,7 +146,7 @@ pub struct PrincipalConfig {
     pub id: String,
     /// Principal kind (spec 8.1).
     #[serde(default = "default_kind")]
-    pub kind: String,
+    pub kind: aip_core::PrincipalKind,
     /// Tenant the principal belongs to.
     #[serde(default = "default_tenant")]
     pub tenant: String,
@@ -468,8 +468,8 @@ fn default_lease_ms() -> u64 {
 fn default_tenant() -> String {
     "default".into()
 }
-fn default_kind() -> String {
-    "service".into()
+fn default_kind() -> aip_core::PrincipalKind {
+    aip_core::PrincipalKind::Service
 }
 fn default_skew_ms() -> u64 {
     300_000

@@ -18,6 +18,11 @@ use crate::auth::AuthIndex;
 use crate::config::Config;
 use crate::error::ApiError;
 
+/// Profile id of the native HTTP binding (spec 20.1).
+pub const PROFILE: &str = "aip.native.http.v1";
+/// The profiles the HTTP server serves: native HTTP, SSE streams and WebSocket connections.
+pub const PROFILES: &[&str] = &[PROFILE, crate::sse::PROFILE, crate::ws::PROFILE];
+
 /// Everything a request handler may touch. Durable state lives in the runtime's store, never here.
 #[derive(Clone)]
 pub struct AppState {
@@ -177,7 +182,7 @@ async fn metrics_route(State(state): State<AppState>) -> Response {
 }
 
 async fn not_found() -> Response {
-    ApiError::not_found("no such route").into_response()
+    ApiError::new(aip_core::ErrorCode::NotFound, "no such route").into_response()
 }
 
 /// Bearer authentication on every protected route; the resolved caller rides in request extensions.
@@ -210,14 +215,17 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     if !state.guard.host_allowed(host) {
-        return ApiError::forbidden("aip.transport.host_not_allowed", "Host header not allowed")
-            .into_response();
+        return ApiError::new(
+            aip_core::ErrorCode::HostNotAllowed,
+            "Host header not allowed",
+        )
+        .into_response();
     }
     let origin = headers
         .get(header::ORIGIN)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
     if !state.guard.origin_allowed(origin) {
-        return ApiError::forbidden("aip.transport.origin_not_allowed", "Origin not allowed")
+        return ApiError::new(aip_core::ErrorCode::OriginNotAllowed, "Origin not allowed")
             .into_response();
     }
     next.run(request).await

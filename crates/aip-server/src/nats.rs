@@ -24,8 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aip_core::{Envelope, ErrorBody, Heartbeat, MessageBody};
-use aip_runtime::engine::error_reply;
-use aip_runtime::{ActionFollower, Caller, Endpoint, Reply, Runtime, RuntimeError, StreamItem};
+use aip_runtime::{Accept, ActionFollower, Caller, Reply, Runtime, RuntimeError, StreamItem};
 use async_nats::HeaderMap;
 use futures_util::StreamExt as _;
 use serde::Deserialize;
@@ -36,6 +35,8 @@ use crate::config::{Config, ConfigError};
 
 /// Profile id of this binding (spec 20.4).
 pub const PROFILE: &str = "aip.native.nats.v1";
+/// The profiles this binding serves when it is enabled.
+pub const PROFILES: &[&str] = &[PROFILE];
 
 /// Standard headers (spec 20.4).
 pub const HEADER_VERSION: &str = "AIP-Version";
@@ -374,9 +375,9 @@ impl Service {
         let (form, decoded) = decode_request(message.payload.as_ref(), limits);
         let (envelope, raw) = match decoded {
             Ok(decoded) => decoded,
-            Err(err) => return (form, error_reply(None, &RuntimeError::Decode(err)), None),
+            Err(err) => return (form, Reply::error(None, &RuntimeError::Decode(err)), None),
         };
-        let refuse = |err: RuntimeError| (form, error_reply(Some(&envelope), &err), None);
+        let refuse = |err: RuntimeError| (form, Reply::error(Some(&envelope), &err), None);
         let suffix = message
             .subject
             .as_str()
@@ -394,10 +395,11 @@ impl Service {
                 "unsigned NATS messages are refused: no principal is bound to this connection",
             ));
         };
-        let reply = self
+        let mut reply = self
             .runtime
-            .handle_decoded(&caller, &envelope, &raw, Endpoint::Messages)
+            .handle_decoded(&caller, &envelope, &raw, Accept::AnyMessage)
             .await;
+        crate::links::add(&mut reply.envelope.body);
         let resume_after = message
             .headers
             .as_ref()

@@ -2,8 +2,13 @@
 
 use std::sync::Arc;
 
-use aip_runtime::read::ActionListQuery;
-use aip_runtime::{Caller, Endpoint, Reply, Runtime, RuntimeError};
+use aip_core::{
+    ActionEventsRequest, ActionId, ActionLifecycleState, ActionListRequest, ActionResultRequest,
+    ActionStatusRequest, ApprovalId, AuditQueryRequest, CapabilityId, ErrorCode,
+    EventStreamRequest, PrincipalId, ReceiptId, ReceiptQueryRequest, SessionId, SessionListRequest,
+    SessionRequest, Timestamp, TransactionId,
+};
+use aip_runtime::{Accept, Caller, Reply, Runtime, RuntimeError};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Extension, FromRequestParts, Path, Query, State};
@@ -17,7 +22,6 @@ use serde::de::DeserializeOwned;
 
 use crate::error::ApiError;
 use crate::http::AppState;
-use aip_core::ErrorCategory;
 
 /// Media type of a complete envelope (spec 20.1).
 pub const AIP_JSON: &str = "application/aip+json";
@@ -62,7 +66,7 @@ async fn messages(
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    envelope_endpoint(&state, &caller, &headers, body, Endpoint::Messages).await
+    envelope_endpoint(&state, &caller, &headers, body, Accept::AnyMessage).await
 }
 
 async fn actions(
@@ -71,7 +75,7 @@ async fn actions(
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
-    envelope_endpoint(&state, &caller, &headers, body, Endpoint::Actions).await
+    envelope_endpoint(&state, &caller, &headers, body, Accept::ActionsOnly).await
 }
 
 async fn envelope_endpoint(
@@ -79,7 +83,7 @@ async fn envelope_endpoint(
     caller: &Caller,
     headers: &HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
-    endpoint: Endpoint,
+    accept: Accept,
 ) -> Response {
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -87,28 +91,25 @@ async fn envelope_endpoint(
         .unwrap_or_default();
     let media = content_type.split(';').next().unwrap_or_default().trim();
     if media != AIP_JSON && media != "application/json" {
-        return ApiError {
-            status: StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            code: "aip.transport.unsupported_media_type".into(),
-            category: ErrorCategory::Permanent,
-            message: format!("Content-Type must be {AIP_JSON}"),
-        }
+        return ApiError::new(
+            ErrorCode::UnsupportedMediaType,
+            format!("Content-Type must be {AIP_JSON}"),
+        )
         .into_envelope_response();
     }
     let body = match body {
         Ok(body) => body,
         Err(rejection) => {
-            let status = rejection.status();
-            return ApiError {
-                status,
-                code: "aip.transport.body_rejected".into(),
-                category: ErrorCategory::Permanent,
-                message: rejection.body_text(),
-            }
+            return ApiError::with_status(
+                rejection.status(),
+                ErrorCode::BodyRejected,
+                rejection.body_text(),
+            )
             .into_envelope_response();
         }
     };
-    let reply = runtime(state).handle(caller, &body, endpoint).await;
+    let mut reply = runtime(state).handle(caller, &body, accept).await;
+    crate::links::add(&mut reply.envelope.body);
     if crate::sse::wants_sse(headers) {
         return crate::sse::submitted(runtime(state), caller, reply, state.streaming);
     }
@@ -116,7 +117,7 @@ async fn envelope_endpoint(
 }
 
 fn envelope_response(reply: Reply) -> Response {
-    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let status = crate::status::of_reply(&reply);
     let mut response = (status, reply.envelope.to_json_vec()).into_response();
     response
         .headers_mut()
@@ -141,10 +142,8 @@ fn accepted<T: Serialize>(result: Result<T, RuntimeError>) -> Response {
 }
 
 fn runtime_error(err: &RuntimeError) -> Response {
-    let status =
-        StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
-        status,
+        crate::status::of_error(err),
         axum::Json(serde_json::json!({ "error": err.to_protocol_error() })),
     )
         .into_response()
@@ -164,16 +163,15 @@ where
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         match Query::<T>::from_request_parts(parts, state).await {
             Ok(Query(params)) => Ok(Self(params)),
-            Err(rejection) => Err(ApiError {
-                status: StatusCode::BAD_REQUEST,
-                code: "aip.read.invalid_query".into(),
-                category: ErrorCategory::Permanent,
-                message: rejection.body_text(),
+            Err(rejection) => {
+                Err(ApiError::new(ErrorCode::InvalidQuery, rejection.body_text()).into_response())
             }
-            .into_response()),
         }
     }
 }
+
+// ---- read routes: each builds the wire request and calls the runtime's read for it, the same
+// code the envelope path runs ----
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -185,6 +183,7 @@ struct StatusParams {
     #[serde(default)]
     include_chunks: bool,
     wait_ms: Option<u64>,
+    tenant_id: Option<String>,
 }
 
 async fn action_status(
@@ -193,55 +192,50 @@ async fn action_status(
     Path(action_id): Path<String>,
     ReadQuery(p): ReadQuery<StatusParams>,
 ) -> Response {
-    let mut status = runtime(&state)
-        .action_status(
-            &caller,
-            &action_id,
-            p.include_result,
-            p.include_receipts,
-            p.wait_ms,
-        )
-        .await;
-    if p.include_chunks {
-        status = match status {
-            Ok(mut status) => runtime(&state)
-                .first_chunks(&caller, &action_id, None)
-                .await
-                .map(|chunks| {
-                    status.chunks = chunks;
-                    status
-                }),
-            Err(err) => Err(err),
-        };
-    }
-    read_response(status)
+    let request = ActionStatusRequest {
+        action_id: ActionId::new(action_id),
+        tenant_id: p.tenant_id,
+        include_result: p.include_result,
+        include_receipts: p.include_receipts,
+        include_chunks: p.include_chunks,
+        wait_ms: p.wait_ms,
+    };
+    read_response(
+        runtime(&state)
+            .read_action_status(&caller, &request)
+            .await
+            .map(|mut status| {
+                crate::links::action(&mut status);
+                status
+            }),
+    )
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct WaitParams {
+struct ResultParams {
     wait_ms: Option<u64>,
+    tenant_id: Option<String>,
+    #[serde(default)]
+    include_receipt: bool,
+    #[serde(default)]
+    include_terminal_events: bool,
 }
 
 async fn action_result(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(action_id): Path<String>,
-    ReadQuery(p): ReadQuery<WaitParams>,
+    ReadQuery(p): ReadQuery<ResultParams>,
 ) -> Response {
-    read_response(
-        runtime(&state)
-            .action_result(&caller, &action_id, p.wait_ms)
-            .await,
-    )
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PageParams {
-    cursor: Option<String>,
-    limit: Option<u32>,
-    wait_ms: Option<u64>,
+    let request = ActionResultRequest {
+        action_id: ActionId::new(action_id),
+        tenant_id: p.tenant_id,
+        wait_ms: p.wait_ms,
+        include_receipt: p.include_receipt,
+        include_terminal_events: p.include_terminal_events,
+    };
+    read_response(runtime(&state).read_action_result(&caller, &request).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -250,6 +244,9 @@ struct EventPageParams {
     cursor: Option<String>,
     limit: Option<u32>,
     wait_ms: Option<u64>,
+    tenant_id: Option<String>,
+    /// Comma-separated event kinds.
+    kinds: Option<String>,
     #[serde(default)]
     include_chunks: bool,
 }
@@ -290,40 +287,63 @@ async fn action_events(
             state.streaming,
         );
     }
-    let mut events = runtime(&state)
-        .action_events(&caller, &action_id, p.cursor.as_deref(), p.limit, p.wait_ms)
-        .await;
-    // The first page of events carries the first chunks (at most `limit`); later ones page with
-    // `/chunks`, whose cursors are the stream's own.
-    if p.include_chunks && p.cursor.is_none() {
-        events = match events {
-            Ok(mut events) => runtime(&state)
-                .first_chunks(&caller, &action_id, p.limit)
-                .await
-                .map(|chunks| {
-                    events.chunks = chunks;
-                    events
-                }),
-            Err(err) => Err(err),
-        };
-    }
-    read_response(events)
+    let request = ActionEventsRequest {
+        action_id: ActionId::new(action_id),
+        tenant_id: p.tenant_id,
+        cursor: p.cursor,
+        limit: p.limit,
+        kinds: split_kinds(p.kinds.as_deref()),
+        include_chunks: p.include_chunks,
+        follow: false,
+    };
+    read_response(
+        runtime(&state)
+            .read_action_events(&caller, &request, p.wait_ms)
+            .await,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FeedParams {
+    cursor: Option<String>,
+    limit: Option<u32>,
+    wait_ms: Option<u64>,
+    /// Comma-separated event kinds.
+    kinds: Option<String>,
 }
 
 async fn events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
-    ReadQuery(p): ReadQuery<PageParams>,
+    ReadQuery(p): ReadQuery<FeedParams>,
 ) -> Response {
     if crate::sse::wants_sse(&headers) {
         return crate::sse::event_feed(runtime(&state), &caller, &headers, state.streaming);
     }
+    let request = EventStreamRequest {
+        cursor: p.cursor,
+        limit: p.limit,
+        kinds: split_kinds(p.kinds.as_deref()),
+    };
     read_response(
         runtime(&state)
-            .events(&caller, p.cursor.as_deref(), p.limit, p.wait_ms)
+            .read_events(&caller, &request, p.wait_ms)
             .await,
     )
+}
+
+/// `kinds=a,b` as a list (empty entries dropped).
+fn split_kinds(kinds: Option<&str>) -> Vec<String> {
+    kinds
+        .map(|k| {
+            k.split(',')
+                .filter(|k| !k.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -332,10 +352,16 @@ struct ListParams {
     state: Option<String>,
     capability_id: Option<String>,
     session_id: Option<String>,
+    principal_id: Option<String>,
+    approval_id: Option<String>,
+    transaction_id: Option<String>,
+    tenant_id: Option<String>,
     cursor: Option<String>,
     limit: Option<u32>,
     #[serde(default)]
     include_results: bool,
+    #[serde(default)]
+    include_receipts: bool,
 }
 
 async fn list_actions(
@@ -343,15 +369,39 @@ async fn list_actions(
     Extension(caller): Extension<Caller>,
     ReadQuery(p): ReadQuery<ListParams>,
 ) -> Response {
-    let query = ActionListQuery {
-        state: p.state,
-        capability_id: p.capability_id,
-        session_id: p.session_id,
+    let state_filter = match p.state.as_deref().map(parse_wire::<ActionLifecycleState>) {
+        Some(Err(err)) => return err.into_response(),
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
+    let request = ActionListRequest {
+        state: state_filter,
+        capability_id: p.capability_id.map(CapabilityId::new),
+        session_id: p.session_id.map(SessionId::new),
+        principal_id: p.principal_id.map(PrincipalId::new),
+        approval_id: p.approval_id.map(ApprovalId::new),
+        transaction_id: p.transaction_id.map(TransactionId::new),
+        tenant_id: p.tenant_id,
         cursor: p.cursor,
         limit: p.limit,
         include_results: p.include_results,
+        include_receipts: p.include_receipts,
     };
-    read_response(runtime(&state).list_actions(&caller, &query).await)
+    read_response(
+        runtime(&state)
+            .read_action_list(&caller, &request)
+            .await
+            .map(|mut list| {
+                list.actions.iter_mut().for_each(crate::links::action);
+                list
+            }),
+    )
+}
+
+/// A wire enum value given as a query parameter.
+fn parse_wire<T: DeserializeOwned>(value: &str) -> Result<T, ApiError> {
+    serde_json::from_value(serde_json::Value::String(value.to_owned()))
+        .map_err(|_| invalid_body(&format!("unknown value {value:?}")))
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -382,7 +432,11 @@ async fn receipt_chain(
     Extension(caller): Extension<Caller>,
     Path(chain_id): Path<String>,
 ) -> Response {
-    read_response(runtime(&state).receipt_chain(&caller, &chain_id).await)
+    let request = ReceiptQueryRequest {
+        chain_id: Some(chain_id),
+        receipt_id: None,
+    };
+    read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
 
 async fn receipt_by_id(
@@ -390,18 +444,29 @@ async fn receipt_by_id(
     Extension(caller): Extension<Caller>,
     Path(receipt_id): Path<String>,
 ) -> Response {
-    read_response(
-        runtime(&state)
-            .receipt_chain_by_receipt(&caller, &receipt_id)
-            .await,
-    )
+    let request = ReceiptQueryRequest {
+        chain_id: None,
+        receipt_id: Some(ReceiptId::new(receipt_id)),
+    };
+    read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AuditParams {
+    action_id: Option<String>,
+    session_id: Option<String>,
+    principal_id: Option<String>,
+    transaction_id: Option<String>,
+    tenant_id: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
     cursor: Option<String>,
     limit: Option<u32>,
+    #[serde(default)]
+    include_receipts: bool,
+    #[serde(default)]
+    export: bool,
 }
 
 async fn audit(
@@ -409,17 +474,36 @@ async fn audit(
     Extension(caller): Extension<Caller>,
     ReadQuery(p): ReadQuery<AuditParams>,
 ) -> Response {
-    read_response(
-        runtime(&state)
-            .audit(&caller, p.cursor.as_deref(), p.limit)
-            .await,
-    )
+    let time = |t: Option<String>| match t.as_deref().map(Timestamp::parse) {
+        Some(Some(t)) => Ok(Some(t)),
+        Some(None) => Err(invalid_body("from and to must be RFC 3339 timestamps")),
+        None => Ok(None),
+    };
+    let (from, to) = match (time(p.from), time(p.to)) {
+        (Ok(from), Ok(to)) => (from, to),
+        (Err(err), _) | (_, Err(err)) => return err.into_response(),
+    };
+    let request = AuditQueryRequest {
+        action_id: p.action_id.map(ActionId::new),
+        session_id: p.session_id.map(SessionId::new),
+        principal_id: p.principal_id.map(PrincipalId::new),
+        transaction_id: p.transaction_id.map(TransactionId::new),
+        tenant_id: p.tenant_id,
+        from,
+        to,
+        cursor: p.cursor,
+        limit: p.limit,
+        include_receipts: p.include_receipts,
+        export: p.export,
+    };
+    read_response(runtime(&state).read_audit(&caller, &request).await)
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct SessionListParams {
     status: Option<String>,
+    principal_id: Option<String>,
     cursor: Option<String>,
     limit: Option<u32>,
 }
@@ -429,10 +513,29 @@ async fn sessions(
     Extension(caller): Extension<Caller>,
     ReadQuery(p): ReadQuery<SessionListParams>,
 ) -> Response {
+    let status = match p
+        .status
+        .as_deref()
+        .map(parse_wire::<aip_core::SessionState>)
+    {
+        Some(Err(err)) => return err.into_response(),
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
+    let request = SessionListRequest {
+        principal_id: p.principal_id.map(PrincipalId::new),
+        status,
+        cursor: p.cursor,
+        limit: p.limit,
+    };
     read_response(
         runtime(&state)
-            .sessions(&caller, p.status.as_deref(), p.cursor.as_deref(), p.limit)
-            .await,
+            .read_sessions(&caller, &request)
+            .await
+            .map(|mut list| {
+                list.sessions.iter_mut().for_each(crate::links::session);
+                list
+            }),
     )
 }
 
@@ -441,7 +544,18 @@ async fn session(
     Extension(caller): Extension<Caller>,
     Path(session_id): Path<String>,
 ) -> Response {
-    read_response(runtime(&state).session(&caller, &session_id).await)
+    let request = SessionRequest {
+        session_id: SessionId::new(session_id),
+    };
+    read_response(
+        runtime(&state)
+            .read_session(&caller, &request)
+            .await
+            .map(|mut view| {
+                crate::links::session(&mut view);
+                view
+            }),
+    )
 }
 
 async fn close_session(
@@ -531,10 +645,5 @@ fn optional_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<Option<
 }
 
 fn invalid_body(message: &str) -> ApiError {
-    ApiError {
-        status: StatusCode::BAD_REQUEST,
-        code: "aip.read.invalid_query".into(),
-        category: ErrorCategory::Permanent,
-        message: message.into(),
-    }
+    ApiError::new(ErrorCode::InvalidQuery, message)
 }

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use aip_core::{
-    ActionResult, Envelope, ErrorBody, ErrorCategory, EventStream, Heartbeat, MessageBody,
+    ActionResult, Envelope, ErrorBody, ErrorCode, EventStream, Heartbeat, MessageBody,
     ProtocolError, StreamChunk, StreamChunkKind,
 };
 use aip_runtime::{Caller, Reply, Runtime, RuntimeError, StreamItem, StreamPosition};
@@ -26,6 +26,9 @@ use axum::http::{HeaderMap, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use tokio::sync::mpsc;
+
+/// Profile id of this binding (spec 20.2).
+pub const PROFILE: &str = "aip.sse.stream.v1";
 
 /// Per-connection streaming bounds (documented in docs/configuration.md).
 #[derive(Debug, Clone, Copy)]
@@ -219,10 +222,12 @@ pub fn event_feed(
         let mut beat = 0_u64;
         loop {
             // One event per page so that every SSE id resumes exactly after its event.
-            let page = match runtime
-                .events(&caller, cursor.as_deref(), Some(1), Some(wait))
-                .await
-            {
+            let request = aip_core::EventStreamRequest {
+                cursor: cursor.clone(),
+                limit: Some(1),
+                kinds: Vec::new(),
+            };
+            let page = match runtime.read_events(&caller, &request, Some(wait)).await {
                 Ok(page) => page,
                 Err(err) => {
                     let id = cursor.clone().unwrap_or_else(|| "error".into());
@@ -397,11 +402,8 @@ impl EventSink for Sender {
 }
 
 fn slow_consumer_event() -> StreamEvent {
-    let error = ProtocolError::new(
-        "aip.transport.slow_consumer",
-        ErrorCategory::Transport,
-        "the consumer did not keep up; the stream was closed (resume with Last-Event-ID)",
-    );
+    let error = ErrorCode::SlowConsumer
+        .error("the consumer did not keep up; the stream was closed (resume with Last-Event-ID)");
     StreamEvent::error("slow_consumer".into(), error)
 }
 

@@ -28,8 +28,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aip_core::{Envelope, ErrorBody, ErrorCategory, MessageBody, ProtocolError};
-use aip_runtime::{Caller, Endpoint, Runtime, StreamPosition};
+use aip_core::{Envelope, ErrorBody, ErrorCode, MessageBody};
+use aip_runtime::{Accept, Caller, Runtime, StreamPosition};
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Extension, State};
@@ -59,12 +59,11 @@ pub async fn upgrade(
     let ws = match ws {
         Ok(ws) => ws,
         Err(rejection) => {
-            return ApiError {
-                status: rejection.status(),
-                code: "aip.transport.websocket_upgrade_required".into(),
-                category: ErrorCategory::Permanent,
-                message: rejection.body_text(),
-            }
+            return ApiError::with_status(
+                rejection.status(),
+                ErrorCode::WebsocketUpgradeRequired,
+                rejection.body_text(),
+            )
             .into_response();
         }
     };
@@ -194,9 +193,7 @@ async fn serve_connection(
                 });
             }
             Some(Ok(Message::Binary(_))) => {
-                let error = ProtocolError::new(
-                    "aip.transport.unsupported_frame",
-                    ErrorCategory::Permanent,
+                let error = ErrorCode::UnsupportedFrame.error(
                     "binary frames are unsupported in AIP 1.0 (spec 20.3); send one JSON envelope per text frame",
                 );
                 let envelope = Envelope::new(MessageBody::Error(ErrorBody { error }));
@@ -272,7 +269,7 @@ async fn write_loop(
         if reason == Closing::SlowConsumer {
             let frame = CloseFrame {
                 code: CLOSE_POLICY,
-                reason: "aip.transport.slow_consumer".into(),
+                reason: ErrorCode::SlowConsumer.as_str().into(),
             };
             let _ = sink.send(Message::Close(Some(frame))).await;
         }
@@ -292,10 +289,11 @@ struct Request {
 
 impl Request {
     async fn serve(self, bytes: &[u8], permit: tokio::sync::OwnedSemaphorePermit) {
-        let reply = self
+        let mut reply = self
             .runtime
-            .handle(&self.caller, bytes, Endpoint::Messages)
+            .handle(&self.caller, bytes, Accept::AnyMessage)
             .await;
+        crate::links::add(&mut reply.envelope.body);
         drop(permit);
         let follow = match &reply.envelope.body {
             MessageBody::Ack(ack) => Some((
@@ -326,9 +324,7 @@ impl Request {
             reply: reply.envelope,
         };
         let Ok(_slot) = Arc::clone(&self.streams).try_acquire_owned() else {
-            let mut error = ProtocolError::new(
-                "aip.transport.too_many_streams",
-                ErrorCategory::Temporary,
+            let mut error = ErrorCode::TooManyStreams.error(
                 "this connection follows its maximum number of streams; follow this action later with an action_events_request (follow: true)",
             );
             error.retryable = Some(true);

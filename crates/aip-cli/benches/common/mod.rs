@@ -94,7 +94,7 @@ pub fn action(i: usize) -> Value {
         "aip_version": "1.0",
         "message_type": "aip.core.v1.action",
         "message_id": format!("msg_bench_{}_{n}", std::process::id()),
-        "sent_at": "2026-01-01T00:00:00Z",
+        "sent_at": aip_core::Timestamp::now(),
         "body": { "action": { "id": format!("act_bench_{}_{n}", std::process::id()), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "i": i } } },
     })
 }

@@ -202,7 +202,7 @@ pub fn envelope(message_type: &str, body: Value) -> Value {
         "aip_version": "1.0",
         "message_type": message_type,
         "message_id": id("msg_"),
-        "sent_at": "2026-01-01T00:00:00Z",
+        "sent_at": aip_core::Timestamp::now(),
         "body": body,
     })
 }

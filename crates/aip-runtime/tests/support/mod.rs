@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use aip_runtime::demo::demo_capabilities;
+use aip_runtime::handler::demo::demo_capabilities;
 use aip_runtime::registry::agent_principal;
 use aip_runtime::{
-    ActionHandler, Caller, Endpoint, HandlerError, HandlerOutput, HandlerSupport, Mode, Registry,
+    Accept, ActionHandler, Caller, HandlerError, HandlerOutput, HandlerSupport, Mode, Registry,
     Runtime, RuntimeConfig, SignaturePolicy, TrustedContext,
 };
 use serde_json::{Value, json};
@@ -94,12 +94,12 @@ impl Harness {
         ] {
             entries.push((
                 scoped_echo(&format!("cap:t:scope:{scope}"), scope),
-                Arc::new(aip_runtime::demo::EchoHandler),
+                Arc::new(aip_runtime::handler::demo::EchoHandler),
             ));
         }
         entries.push((
             scoped_echo("cap:t:scope:capability:b", "capability"),
-            Arc::new(aip_runtime::demo::EchoHandler),
+            Arc::new(aip_runtime::handler::demo::EchoHandler),
         ));
         let config = runtime_config(4, 30_000);
         let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
@@ -115,10 +115,10 @@ impl Harness {
     pub async fn send(&self, caller: &Caller, envelope: &Value) -> (u16, Value) {
         let reply = self
             .runtime
-            .handle(caller, envelope.to_string().as_bytes(), Endpoint::Messages)
+            .handle(caller, envelope.to_string().as_bytes(), Accept::AnyMessage)
             .await;
         let body: Value = serde_json::from_slice(&reply.envelope.to_json_vec()).unwrap();
-        (reply.status, body)
+        (status_of(&reply), body)
     }
 
     /// Submit an action (optionally in a session); returns (status, reply).
@@ -203,6 +203,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         },
         decode_limits: aip_core::Limits::default(),
         manifest_limits: json!({}),
+        profiles: vec![aip_core::ProfileId::new("aip.native.http.v1")],
     }
 }
 
@@ -210,11 +211,27 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
 pub fn caller(id: &str, tenant: &str, scopes: &[&str]) -> Caller {
     Caller {
         id: id.into(),
-        kind: "service".into(),
+        kind: aip_core::PrincipalKind::Service,
         tenant: tenant.into(),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         issuer: "bearer".into(),
         external_account: None,
+    }
+}
+
+/// A reply's outcome as the HTTP binding reports it (its status table, restated for these tests):
+/// 200 served, 202 accepted, 404/409 for hidden objects and conflicts, else the 19.1 category.
+pub fn status_of(reply: &aip_runtime::Reply) -> u16 {
+    use aip_core::ErrorCode;
+    match reply.outcome {
+        aip_runtime::Outcome::Done => 200,
+        aip_runtime::Outcome::Accepted => 202,
+        aip_runtime::Outcome::Refused(ErrorCode::NotFound) => 404,
+        aip_runtime::Outcome::Refused(
+            ErrorCode::IdempotencyConflict | ErrorCode::DuplicateActionId | ErrorCode::Terminal,
+        ) => 409,
+        aip_runtime::Outcome::Refused(code) => code.category().http_status(),
+        _ => 500,
     }
 }
 

@@ -1,4 +1,8 @@
-//! Capability handlers: what the runtime dispatches an admitted action to (spec 11.2).
+//! Capability handlers: what the runtime dispatches an admitted action to (spec 11.2), the `http`
+//! handler for capabilities served by any HTTP service, and the built-in demo capabilities.
+
+pub mod demo;
+pub mod http;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -18,6 +22,27 @@ pub enum Mode {
     Async,
     /// The caller receives chunks as they are produced.
     Streaming,
+}
+
+impl Mode {
+    /// The wire spelling (`sync`, `async`, `streaming`), as stored with the action.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sync => "sync",
+            Mode::Async => "async",
+            Mode::Streaming => "streaming",
+        }
+    }
+
+    /// The mode of a stored spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "sync" => Some(Mode::Sync),
+            "async" => Some(Mode::Async),
+            "streaming" => Some(Mode::Streaming),
+            _ => None,
+        }
+    }
 }
 
 /// What a handler declares it can do; admission compares it with the capability contract (spec 9.2).
@@ -45,7 +70,7 @@ pub struct TrustedContext {
     /// The transport-authenticated principal.
     pub principal_id: String,
     /// The authenticated principal's kind (spec 8.1).
-    pub principal_kind: String,
+    pub principal_kind: aip_core::PrincipalKind,
     /// How the principal was authenticated (`bearer` or a did:key).
     pub issuer: String,
     /// The tenant bound to the principal by configuration (spec 22.6).

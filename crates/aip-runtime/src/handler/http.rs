@@ -10,12 +10,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use aip_core::ErrorCode;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::handler::{
-    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
-};
+use super::{ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
 
 /// Largest response body accepted from a handler service.
 pub const MAX_RESPONSE_BYTES: usize = 4 * 1024 * 1024;
@@ -123,7 +122,7 @@ impl HttpHandler {
         }
         if !status.is_success() {
             return Err(HandlerError::Failed {
-                code: "aip.connector.http_status".into(),
+                code: ErrorCode::ConnectorHttpStatus.as_str().into(),
                 message: format!("handler answered HTTP {}", status.as_u16()),
                 retryable: false,
             });
@@ -135,7 +134,7 @@ impl HttpHandler {
                 code: error
                     .get("code")
                     .and_then(Value::as_str)
-                    .unwrap_or("aip.connector.failed")
+                    .unwrap_or(ErrorCode::ConnectorFailed.as_str())
                     .to_owned(),
                 message: error
                     .get("message")
@@ -161,7 +160,7 @@ impl HttpHandler {
         if err.is_connect() {
             // Nothing was sent: a definite, retryable failure even for a mutation.
             return HandlerError::Failed {
-                code: "aip.connector.unreachable".into(),
+                code: ErrorCode::ConnectorUnreachable.as_str().into(),
                 message: "handler service unreachable".into(),
                 retryable: true,
             };
@@ -181,7 +180,7 @@ impl HttpHandler {
             HandlerError::UncertainOutcome(message.to_owned())
         } else {
             HandlerError::Failed {
-                code: "aip.connector.failed".into(),
+                code: ErrorCode::ConnectorFailed.as_str().into(),
                 message: message.to_owned(),
                 retryable: true,
             }

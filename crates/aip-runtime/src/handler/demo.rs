@@ -1,19 +1,20 @@
-//! Built-in demo capabilities: `cap:demo:echo`, `cap:demo:sleep`, `cap:demo:book` (issue 4) and the
-//! streaming `cap:demo:count` (issue 5, in [`crate::stream`]).
+//! Built-in demo capabilities, usable with no configuration: `cap:demo:echo`, `cap:demo:sleep`,
+//! `cap:demo:book` (a mutation whose duplicates are observable), `cap:demo:bookings` and the
+//! streaming `cap:demo:count`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aip_core::Capability;
+use aip_core::{Capability, ErrorCode, StreamChunkKind};
 use aip_store::{AppRecord, Store, StoreError};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use crate::handler::{
-    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
-};
+use crate::stream::MAX_CHUNK_BATCH;
+
+use super::{ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
 
 /// Longest sleep the demo accepts; bounded like every other wait.
 pub const MAX_SLEEP_MS: u64 = 600_000;
@@ -66,13 +67,13 @@ impl ActionHandler for SleepHandler {
             .get("ms")
             .and_then(Value::as_u64)
             .ok_or_else(|| HandlerError::Failed {
-                code: "aip.demo.invalid_input".into(),
+                code: ErrorCode::DemoInvalidInput.as_str().into(),
                 message: "`ms` must be a non-negative integer".into(),
                 retryable: false,
             })?;
         if ms > MAX_SLEEP_MS {
             return Err(HandlerError::Failed {
-                code: "aip.demo.invalid_input".into(),
+                code: ErrorCode::DemoInvalidInput.as_str().into(),
                 message: format!("`ms` must be at most {MAX_SLEEP_MS}"),
                 retryable: false,
             });
@@ -129,7 +130,7 @@ impl ActionHandler for BookHandler {
         // The contract makes the key required, so admission guarantees it; stay fail-closed anyway.
         let Some(key) = ctx.idempotency_key.as_deref() else {
             return Err(HandlerError::Failed {
-                code: "aip.idempotency.key_required".into(),
+                code: ErrorCode::IdempotencyKeyRequired.as_str().into(),
                 message: "booking needs an idempotency key".into(),
                 retryable: false,
             });
@@ -156,7 +157,7 @@ impl ActionHandler for BookHandler {
         match self.store.insert_record(record).await {
             Ok(()) => Ok(HandlerOutput { output: body }),
             Err(StoreError::Duplicate { .. }) => Err(HandlerError::Failed {
-                code: "aip.demo.duplicate_booking".into(),
+                code: ErrorCode::DemoDuplicateBooking.as_str().into(),
                 message: "this booking was already recorded".into(),
                 retryable: false,
             }),
@@ -195,7 +196,7 @@ impl ActionHandler for BookingsHandler {
         _input: &Value,
     ) -> Result<HandlerOutput, HandlerError> {
         let failed = |_| HandlerError::Failed {
-            code: "aip.demo.store_unavailable".into(),
+            code: ErrorCode::DemoStoreUnavailable.as_str().into(),
             message: "bookings unavailable".into(),
             retryable: true,
         };
@@ -279,10 +280,7 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn Acti
         (sleep, Arc::new(SleepHandler)),
         (book, Arc::new(BookHandler::new(Arc::clone(&store)))),
         (bookings, Arc::new(BookingsHandler { store })),
-        (
-            crate::stream::count_capability(),
-            Arc::new(crate::stream::CountHandler),
-        ),
+        (count_capability(), Arc::new(CountHandler)),
     ];
     handlers
         .into_iter()
@@ -297,4 +295,112 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn Acti
             },
         )
         .collect()
+}
+
+/// Longest count `cap:demo:count` accepts.
+pub const MAX_COUNT: u64 = 100_000;
+/// Longest interval between two counted chunks.
+pub const MAX_INTERVAL_MS: u64 = 60_000;
+
+/// Largest per-chunk padding of `cap:demo:count` (bytes; used to exercise slow consumers).
+pub const MAX_PAD: u64 = 16_384;
+
+/// `cap:demo:count`: streams `{"n": N, "interval_ms": I, "pad": P, "batch": B}` as N `data` chunks
+/// (`{"i": k}`, padded with P bytes) with a `progress` chunk every tenth, then `done`; cancellable
+/// between chunks. With `batch` > 1 it persists up to B chunks per write (a bursty producer).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CountHandler;
+
+#[async_trait]
+impl ActionHandler for CountHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async, Mode::Streaming]),
+            cancellable: true,
+            mutation: false,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let n = input.get("n").and_then(Value::as_u64).unwrap_or(0);
+        let interval = input
+            .get("interval_ms")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let pad = input.get("pad").and_then(Value::as_u64).unwrap_or(0);
+        let batch = input.get("batch").and_then(Value::as_u64).unwrap_or(1);
+        let max_batch = MAX_CHUNK_BATCH as u64;
+        if n > MAX_COUNT
+            || interval > MAX_INTERVAL_MS
+            || pad > MAX_PAD
+            || !(1..=max_batch).contains(&batch)
+        {
+            return Err(HandlerError::Failed {
+                code: ErrorCode::DemoInvalidInput.as_str().into(),
+                message: format!(
+                    "n ≤ {MAX_COUNT}, interval_ms ≤ {MAX_INTERVAL_MS}, pad ≤ {MAX_PAD}, 1 ≤ batch ≤ {MAX_CHUNK_BATCH}"
+                ),
+                retryable: false,
+            });
+        }
+        let batch = usize::try_from(batch).unwrap_or(1);
+        let mut pending = Vec::with_capacity(batch + 1);
+        for i in 1..=n {
+            if ctx.cancellation.is_cancelled() {
+                return Err(HandlerError::Cancelled);
+            }
+            if interval > 0 {
+                tokio::select! {
+                    () = ctx.cancellation.cancelled() => return Err(HandlerError::Cancelled),
+                    () = tokio::time::sleep(Duration::from_millis(interval)) => {}
+                }
+            }
+            let chunk = if pad == 0 {
+                json!({ "i": i })
+            } else {
+                json!({ "i": i, "pad": "x".repeat(usize::try_from(pad).unwrap_or(0)) })
+            };
+            pending.push((StreamChunkKind::Data, Some(chunk)));
+            if i % 10 == 0 {
+                pending.push((
+                    StreamChunkKind::Progress,
+                    Some(json!({ "done": i, "total": n })),
+                ));
+            }
+            if pending.len() >= batch {
+                ctx.chunks.emit_batch(std::mem::take(&mut pending)).await?;
+            }
+        }
+        pending.push((StreamChunkKind::Done, None));
+        ctx.chunks.emit_batch(pending).await?;
+        Ok(HandlerOutput {
+            output: json!({ "count": n }),
+        })
+    }
+}
+
+/// The manifest entry of `cap:demo:count`.
+pub fn count_capability() -> Value {
+    json!({
+        "id": "cap:demo:count", "name": "Count", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Streams n data chunks (one every interval_ms), a progress chunk every tenth, then done; cancellable. batch: chunks persisted per durable write.",
+        "input_schema": { "type": "object", "properties": {
+            "n": { "type": "integer", "minimum": 0, "maximum": MAX_COUNT },
+            "interval_ms": { "type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_MS },
+            "pad": { "type": "integer", "minimum": 0, "maximum": MAX_PAD },
+            "batch": { "type": "integer", "minimum": 1, "maximum": crate::stream::MAX_CHUNK_BATCH } },
+            "required": ["n"], "additionalProperties": false },
+        "output_schema": { "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] },
+        "contract": {
+            "side_effects": ["read"],
+            "idempotency": { "requirement": "optional", "collision_behavior": "return_original_result", "key_scope": "principal" },
+            "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": true, "supports_cancel": true,
+                           "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
+            "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
+        },
+    })
 }

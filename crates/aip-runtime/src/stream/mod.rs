@@ -4,23 +4,20 @@
 //! Every chunk is committed with its sequence before anyone can read it: followers only ever read the
 //! store, so any node can serve any stream and a reconnect resumes with no gap and no duplicate.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aip_core::{ActionId, ActionResult, StreamChunk, StreamChunkKind};
+use aip_core::{ActionId, ActionResult, ErrorCode, StreamChunk, StreamChunkKind};
 use aip_store::{Fence, Limit, NewChunk, Store, StoreError};
-use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+use crate::action::result;
 use crate::caller::Caller;
 use crate::clock::now_ms;
-use crate::engine::{Runtime, stored_result};
 use crate::error::RuntimeError;
-use crate::handler::{
-    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
-};
+use crate::handler::{HandlerError, HandlerOutput};
+use crate::runtime::Runtime;
 
 /// Where a streaming handler emits its chunks. Outside streaming mode it is inert (emits return `None`),
 /// so a handler can serve several modes with one body.
@@ -90,7 +87,7 @@ impl ChunkSink {
             return Ok(None);
         };
         let closed = || HandlerError::Failed {
-            code: "aip.stream.closed".into(),
+            code: ErrorCode::StreamClosed.as_str().into(),
             message: "a chunk was emitted after `done`".into(),
             retryable: false,
         };
@@ -119,7 +116,7 @@ impl ChunkSink {
                     part: None,
                 };
                 let value = serde_json::to_value(&chunk).map_err(|e| HandlerError::Failed {
-                    code: "aip.stream.encode".into(),
+                    code: ErrorCode::StreamEncode.as_str().into(),
                     message: e.to_string(),
                     retryable: false,
                 })?;
@@ -141,14 +138,14 @@ impl ChunkSink {
                 Ok(_) => {}
                 Err(StoreError::StaleLease) => {
                     return Err(HandlerError::Failed {
-                        code: "aip.stream.lease_lost".into(),
+                        code: ErrorCode::StreamLeaseLost.as_str().into(),
                         message: "another worker owns this action now".into(),
                         retryable: true,
                     });
                 }
                 Err(err) => {
                     return Err(HandlerError::Failed {
-                        code: "aip.stream.persist_failed".into(),
+                        code: ErrorCode::StreamPersistFailed.as_str().into(),
                         message: err.to_string(),
                         retryable: err.is_retryable(),
                     });
@@ -194,10 +191,10 @@ impl ChunkSink {
 
 fn handler_error_code(err: &HandlerError) -> String {
     match err {
-        HandlerError::Cancelled => "aip.action.cancelled".into(),
+        HandlerError::Cancelled => ErrorCode::Cancelled.as_str().into(),
         HandlerError::Failed { code, .. } => code.clone(),
-        HandlerError::UncertainOutcome(_) => "aip.action.uncertain_outcome".into(),
-        HandlerError::DeadlineExceeded => "aip.action.deadline_exceeded".into(),
+        HandlerError::UncertainOutcome(_) => ErrorCode::UncertainOutcome.as_str().into(),
+        HandlerError::DeadlineExceeded => ErrorCode::DeadlineExceeded.as_str().into(),
     }
 }
 
@@ -239,7 +236,7 @@ impl ActionFollower {
             if self.finished {
                 return Ok(None);
             }
-            let mut watch = self.runtime.store.watch_changes();
+            let mut watch = self.runtime.store().watch_changes();
             watch.mark_seen();
             // Read the state first: a terminal state commits after the last chunk, so the chunks read
             // after it are complete.
@@ -250,7 +247,7 @@ impl ActionFollower {
             let limit = Limit::new(self.page_size).map_err(RuntimeError::Storage)?;
             let chunks = self
                 .runtime
-                .store
+                .store()
                 .list_chunks(&self.action_id, Some(self.after), limit)
                 .await?;
             for chunk in chunks {
@@ -263,7 +260,7 @@ impl ActionFollower {
             }
             if record.state.is_terminal() {
                 self.finished = true;
-                return Ok(stored_result(&record).map(|r| StreamItem::Result(Box::new(r))));
+                return Ok(result::stored(&record)?.map(|r| StreamItem::Result(Box::new(r))));
             }
             if !watch.changed_within(self.idle).await {
                 return Ok(Some(StreamItem::Idle));
@@ -300,7 +297,7 @@ impl Runtime {
             StreamPosition::After(n) => (0, i64::try_from(n).unwrap_or(i64::MAX)),
             StreamPosition::End => (1, 0),
         };
-        self.store
+        self.store()
             .stream_cursor(&stream_scope(caller, action_id), position)
     }
 
@@ -313,18 +310,13 @@ impl Runtime {
         cursor: &str,
     ) -> Result<StreamPosition, RuntimeError> {
         let scope = stream_scope(caller, action_id);
-        match self.store.decode_stream_cursor(&scope, cursor)? {
+        match self.store().decode_stream_cursor(&scope, cursor)? {
             (0, n) => Ok(StreamPosition::After(
                 u64::try_from(n).map_err(|_| RuntimeError::InvalidCursor)?,
             )),
             (1, 0) => Ok(StreamPosition::End),
             _ => Err(RuntimeError::InvalidCursor),
         }
-    }
-
-    /// The longest bounded wait a read may ask for (streams poll within it).
-    pub fn max_wait_ms(&self) -> u64 {
-        self.config.max_wait_ms
     }
 
     /// Follows `action_id`'s chunk stream after chunk `after` (0 = from the start), as `caller` may see
@@ -341,7 +333,7 @@ impl Runtime {
         if after > 0 {
             let limit = Limit::new(1).map_err(RuntimeError::Storage)?;
             let at = self
-                .store
+                .store()
                 .list_chunks(action_id, Some(after - 1), limit)
                 .await?;
             if at.first().map(|c| c.sequence) != Some(after) {
@@ -419,7 +411,7 @@ impl Runtime {
         action_id: &str,
         limit: Option<u32>,
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
-        let limit = self.limit(Some(limit.unwrap_or(self.config.max_list_limit)))?;
+        let limit = self.limit(Some(limit.unwrap_or(self.config().max_list_limit)))?;
         let record = self.visible_action(caller, action_id).await?;
         self.chunks_after(&record.action_id, 0, limit).await
     }
@@ -430,7 +422,7 @@ impl Runtime {
         after: u64,
         limit: Limit,
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
-        self.store
+        self.store()
             .list_chunks(action_id, Some(after), limit)
             .await?
             .into_iter()
@@ -454,111 +446,3 @@ fn stream_scope<'a>(caller: &'a Caller, action_id: &'a str) -> [&'a str; 4] {
 
 /// Most chunks [`ChunkSink::emit_batch`] persists in one write.
 pub const MAX_CHUNK_BATCH: usize = 256;
-
-/// Longest count `cap:demo:count` accepts.
-pub const MAX_COUNT: u64 = 100_000;
-/// Longest interval between two counted chunks.
-pub const MAX_INTERVAL_MS: u64 = 60_000;
-
-/// Largest per-chunk padding of `cap:demo:count` (bytes; used to exercise slow consumers).
-pub const MAX_PAD: u64 = 16_384;
-
-/// `cap:demo:count`: streams `{"n": N, "interval_ms": I, "pad": P, "batch": B}` as N `data` chunks
-/// (`{"i": k}`, padded with P bytes) with a `progress` chunk every tenth, then `done`; cancellable
-/// between chunks. With `batch` > 1 it persists up to B chunks per write (a bursty producer).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct CountHandler;
-
-#[async_trait]
-impl ActionHandler for CountHandler {
-    fn support(&self) -> HandlerSupport {
-        HandlerSupport {
-            modes: BTreeSet::from([Mode::Sync, Mode::Async, Mode::Streaming]),
-            cancellable: true,
-            mutation: false,
-        }
-    }
-
-    async fn invoke(
-        &self,
-        ctx: &TrustedContext,
-        input: &Value,
-    ) -> Result<HandlerOutput, HandlerError> {
-        let n = input.get("n").and_then(Value::as_u64).unwrap_or(0);
-        let interval = input
-            .get("interval_ms")
-            .and_then(Value::as_u64)
-            .unwrap_or(0);
-        let pad = input.get("pad").and_then(Value::as_u64).unwrap_or(0);
-        let batch = input.get("batch").and_then(Value::as_u64).unwrap_or(1);
-        let max_batch = MAX_CHUNK_BATCH as u64;
-        if n > MAX_COUNT
-            || interval > MAX_INTERVAL_MS
-            || pad > MAX_PAD
-            || !(1..=max_batch).contains(&batch)
-        {
-            return Err(HandlerError::Failed {
-                code: "aip.demo.invalid_input".into(),
-                message: format!(
-                    "n ≤ {MAX_COUNT}, interval_ms ≤ {MAX_INTERVAL_MS}, pad ≤ {MAX_PAD}, 1 ≤ batch ≤ {MAX_CHUNK_BATCH}"
-                ),
-                retryable: false,
-            });
-        }
-        let batch = usize::try_from(batch).unwrap_or(1);
-        let mut pending = Vec::with_capacity(batch + 1);
-        for i in 1..=n {
-            if ctx.cancellation.is_cancelled() {
-                return Err(HandlerError::Cancelled);
-            }
-            if interval > 0 {
-                tokio::select! {
-                    () = ctx.cancellation.cancelled() => return Err(HandlerError::Cancelled),
-                    () = tokio::time::sleep(Duration::from_millis(interval)) => {}
-                }
-            }
-            let chunk = if pad == 0 {
-                json!({ "i": i })
-            } else {
-                json!({ "i": i, "pad": "x".repeat(usize::try_from(pad).unwrap_or(0)) })
-            };
-            pending.push((StreamChunkKind::Data, Some(chunk)));
-            if i % 10 == 0 {
-                pending.push((
-                    StreamChunkKind::Progress,
-                    Some(json!({ "done": i, "total": n })),
-                ));
-            }
-            if pending.len() >= batch {
-                ctx.chunks.emit_batch(std::mem::take(&mut pending)).await?;
-            }
-        }
-        pending.push((StreamChunkKind::Done, None));
-        ctx.chunks.emit_batch(pending).await?;
-        Ok(HandlerOutput {
-            output: json!({ "count": n }),
-        })
-    }
-}
-
-/// The manifest entry of `cap:demo:count`.
-pub fn count_capability() -> Value {
-    json!({
-        "id": "cap:demo:count", "name": "Count", "kind": "tool", "risk": "low", "stability": "stable",
-        "description": "Streams n data chunks (one every interval_ms), a progress chunk every tenth, then done; cancellable. batch: chunks persisted per durable write.",
-        "input_schema": { "type": "object", "properties": {
-            "n": { "type": "integer", "minimum": 0, "maximum": MAX_COUNT },
-            "interval_ms": { "type": "integer", "minimum": 0, "maximum": MAX_INTERVAL_MS },
-            "pad": { "type": "integer", "minimum": 0, "maximum": MAX_PAD },
-            "batch": { "type": "integer", "minimum": 1, "maximum": MAX_CHUNK_BATCH } },
-            "required": ["n"], "additionalProperties": false },
-        "output_schema": { "type": "object", "properties": { "count": { "type": "integer" } }, "required": ["count"] },
-        "contract": {
-            "side_effects": ["read"],
-            "idempotency": { "requirement": "optional", "collision_behavior": "return_original_result", "key_scope": "principal" },
-            "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": true, "supports_cancel": true,
-                           "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
-            "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
-        },
-    })
-}

@@ -10,22 +10,22 @@ use aip_core::{
 };
 use serde_json::{Value, json};
 
+use aip_schema::capability::{CapabilitySchema, SchemaBounds, SchemaError};
+
 use crate::caller::Caller;
 use crate::handler::{ActionHandler, Mode};
 
-/// The profile this runtime serves (spec 20.1).
-pub const NATIVE_HTTP_PROFILE: &str = "aip.native.http.v1";
-
 /// One admitted capability: its manifest entry, compiled schemas and handler.
 pub struct AdmittedCapability {
-    /// The manifest entry.
+    /// The manifest entry, as advertised: it states only what this runtime honours (a transaction
+    /// contract it cannot execute is not advertised).
     pub capability: Capability,
     /// The bound handler.
     pub handler: Arc<dyn ActionHandler>,
-    /// Compiled input schema (spec 11.3 step 4).
-    pub input_validator: jsonschema::Validator,
+    /// Compiled input schema (spec 11.3 step 4), within the bounds of spec 22.8.
+    pub input_schema: CapabilitySchema,
     /// Compiled output schema, validated before `completed` (spec 11.7).
-    pub output_validator: Option<jsonschema::Validator>,
+    pub output_schema: Option<CapabilitySchema>,
 }
 
 impl std::fmt::Debug for AdmittedCapability {
@@ -110,12 +110,20 @@ pub enum AdmissionError {
 }
 
 impl Registry {
-    /// Admit every capability or none.
+    /// Admit every capability or none, with schemas bounded by [`SchemaBounds::default`].
     pub fn admit(
         entries: Vec<(Capability, Arc<dyn ActionHandler>)>,
     ) -> Result<Self, AdmissionError> {
+        Self::admit_bounded(entries, &SchemaBounds::default())
+    }
+
+    /// Admit every capability or none, compiling their schemas within `bounds` (spec 22.8).
+    pub fn admit_bounded(
+        entries: Vec<(Capability, Arc<dyn ActionHandler>)>,
+        bounds: &SchemaBounds,
+    ) -> Result<Self, AdmissionError> {
         let mut by_id = BTreeMap::new();
-        for (capability, handler) in entries {
+        for (mut capability, handler) in entries {
             let id = capability.id.as_str().to_owned();
             let violations = Checker::check(&capability);
             if let Some(v) = violations.first() {
@@ -125,18 +133,33 @@ impl Registry {
                 });
             }
             check_contract(&id, capability.contract.as_ref(), handler.as_ref())?;
-            let input_validator = compile(&id, &capability.input_schema, true)?;
-            let output_validator = capability
+            let input_schema = CapabilitySchema::compile_input(&capability.input_schema, bounds)
+                .map_err(|e| schema_error(&id, "input", &e))?;
+            let output_schema = capability
                 .output_schema
                 .as_ref()
-                .map(|s| compile(&id, s, false))
+                .map(|s| {
+                    CapabilitySchema::compile(s, bounds)
+                        .map_err(|e| schema_error(&id, "output", &e))
+                })
                 .transpose()?;
+            // Transactions are not executed by this runtime: a transaction context is refused at
+            // admission, so the contract is not advertised (spec 9.4, 13.2: never more than is
+            // executed).
+            if let Some(contract) = capability.contract.as_mut()
+                && contract.transaction.take().is_some()
+            {
+                tracing::warn!(capability = %id, "transaction contract not advertised: this runtime does not execute transactions");
+            }
             let admitted = AdmittedCapability {
                 capability,
                 handler,
-                input_validator,
-                output_validator,
+                input_schema,
+                output_schema,
             };
+            if admitted.requires_approval() {
+                tracing::warn!(capability = %id, "approval-gated capability not advertised: this runtime cannot grant approvals, so invocations are refused");
+            }
             if by_id.insert(id.clone(), Arc::new(admitted)).is_some() {
                 return Err(AdmissionError::Duplicate(id));
             }
@@ -149,16 +172,18 @@ impl Registry {
         self.by_id.get(id)
     }
 
-    /// The manifest as `caller` may see it, narrowed by an optional 9.8 filter.
+    /// The manifest as `caller` may see it, narrowed by an optional 9.8 filter: the capabilities it
+    /// may invoke and that this runtime can run (approval-gated ones cannot be: they are left out),
+    /// and exactly the profiles this node serves (`ours`, spec 23.3).
     pub fn manifest(
         &self,
         agent: &Principal,
         caller: &Caller,
         limits: Value,
         filter: Option<&ManifestFilter>,
-        requested_profiles: &[ProfileId],
+        (ours, requested_profiles): (&[ProfileId], &[ProfileId]),
     ) -> Manifest {
-        let ours = vec![ProfileId::new(NATIVE_HTTP_PROFILE)];
+        let ours = ours.to_vec();
         let mut wanted: Vec<&ProfileId> = requested_profiles.iter().collect();
         if let Some(f) = filter {
             wanted.extend(f.profiles.iter());
@@ -168,6 +193,7 @@ impl Registry {
             .by_id
             .values()
             .filter(|c| profile_match && caller.may_invoke(c.capability.id.as_str()))
+            .filter(|c| !c.requires_approval())
             .filter(|c| filter.is_none_or(|f| matches_filter(c, f)))
             .map(|c| c.capability.clone())
             .collect();
@@ -302,19 +328,28 @@ fn check_contract(
     Ok(())
 }
 
-fn compile(
-    id: &str,
-    schema: &Value,
-    object_only: bool,
-) -> Result<jsonschema::Validator, AdmissionError> {
-    if object_only && schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(AdmissionError::Invalid {
-            id: id.to_owned(),
-            reason: "the input schema must be a JSON object schema (spec 9.3)".into(),
-        });
-    }
-    jsonschema::draft202012::new(schema).map_err(|e| AdmissionError::Invalid {
+fn schema_error(id: &str, which: &str, error: &SchemaError) -> AdmissionError {
+    AdmissionError::Invalid {
         id: id.to_owned(),
-        reason: format!("schema does not compile: {e}"),
-    })
+        reason: format!("{which} schema: {} ({})", error, error.code()),
+    }
+}
+
+impl crate::runtime::Runtime {
+    /// The manifest `caller` may see (spec 9.1, 9.8), naming the profiles this node serves.
+    pub fn manifest(
+        &self,
+        caller: &Caller,
+        filter: Option<&ManifestFilter>,
+        profiles: &[ProfileId],
+    ) -> Manifest {
+        let config = self.config();
+        self.registry().manifest(
+            &config.agent,
+            caller,
+            config.manifest_limits.clone(),
+            filter,
+            (&config.profiles, profiles),
+        )
+    }
 }

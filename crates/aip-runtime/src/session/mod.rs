@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use aip_core::{
     ActionId, ActionList, ActionStatus, CapabilityId, Envelope, Handshake, HandshakeResponse,
-    HandshakeStatus, MessageBody, PrincipalKind, ProfileId, SessionId, SessionList, SessionResume,
-    SessionView, Timestamp,
+    HandshakeStatus, MessageBody, PrincipalKind, ProfileId, SessionId, SessionList,
+    SessionListRequest, SessionRequest, SessionResume, SessionView,
 };
 use aip_store::{
     ActionQuery, EventQuery, Limit, NewEvent, NewSession, SessionQuery, SessionRecord,
@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 
 use crate::caller::Caller;
 use crate::clock::now_ms;
-use crate::engine::{Reply, Runtime};
 use crate::error::RuntimeError;
-use crate::registry::NATIVE_HTTP_PROFILE;
+use crate::read::views;
+use crate::reply::Reply;
+use crate::runtime::Runtime;
 
 /// Lifetime of a session and of its resume tokens.
 pub const SESSION_TTL_MS: i64 = 24 * 60 * 60 * 1000;
@@ -49,17 +50,14 @@ impl SessionCancellation {
             actions: self.requested.clone(),
             cursor: None,
         };
-        let mut envelope = Envelope::reply_to(request, MessageBody::ActionList(list));
+        let mut reply = Reply::accepted(request, MessageBody::ActionList(list));
         let requested: Vec<&ActionId> = self.requested.iter().map(|a| &a.action_id).collect();
-        envelope.extensions = Some(json!({ "cancel": {
+        reply.envelope.extensions = Some(json!({ "cancel": {
             "target": { "session": self.session_id },
             "requested": requested,
             "not_cancellable": self.not_cancellable,
         } }));
-        Reply {
-            status: 202,
-            envelope,
-        }
+        reply
     }
 }
 
@@ -91,7 +89,7 @@ impl Runtime {
         let mut cursor: Option<String> = None;
         loop {
             let page = self
-                .store
+                .store()
                 .list_actions(&query, cursor.as_deref(), Limit::max())
                 .await?;
             if page.items.is_empty() {
@@ -119,7 +117,7 @@ impl Runtime {
             json!({ "requested_by": caller.id, "reason": reason, "requested": requested.len(), "not_cancellable": not_cancellable.len() }),
             now,
         );
-        self.store.append_events(vec![event]).await?;
+        self.store().append_events(vec![event]).await?;
         self.record_audit(
             caller,
             "session.cancel_requested",
@@ -134,44 +132,51 @@ impl Runtime {
         })
     }
 
-    /// Negotiate a session (spec 10.1-10.2). The claimed `client` principal must be the authenticated one.
+    /// Negotiate a session (spec 10.1-10.2, 23.3). The claimed `client` principal must be the
+    /// authenticated one; the agreed profiles are those the client offers that this node serves, in
+    /// the client's order (every one this node serves when the client names none), and a client
+    /// offering none of them is rejected.
     pub async fn handshake(
         &self,
         caller: &Caller,
         envelope: &Envelope,
         handshake: &Handshake,
     ) -> Result<HandshakeResponse, RuntimeError> {
-        let ours = ProfileId::new(NATIVE_HTTP_PROFILE);
         let rejected = |reason: &str| HandshakeResponse {
             status: HandshakeStatus::Rejected,
             session_id: None,
             resume_token: None,
-            server: Some(self.config.agent.clone()),
+            server: Some(self.config().agent.clone()),
             agreed_profiles: Vec::new(),
             agreed_capabilities: Vec::new(),
             heartbeat: None,
             encryption: None,
             billing: None,
             redirect: None,
-            rejection_reason: Some(aip_core::ProtocolError {
-                code: "aip.session.rejected".into(),
-                message: reason.to_owned(),
-                category: aip_core::ErrorCategory::Policy,
-                retryable: Some(false),
-                retry_after_ms: None,
-                details: None,
-                source: None,
-            }),
+            rejection_reason: Some(aip_core::ErrorCode::SessionRejected.error(reason)),
         };
         if handshake.client.id.as_str() != caller.id {
             return Ok(rejected(
                 "the handshake client is not the authenticated principal",
             ));
         }
-        if !handshake.profiles.is_empty() && !handshake.profiles.contains(&ours) {
-            return Ok(rejected(
-                "no common profile: this runtime speaks aip.native.http.v1",
-            ));
+        let ours = self.profiles();
+        let agreed_profiles: Vec<ProfileId> = if handshake.profiles.is_empty() {
+            ours.to_vec()
+        } else {
+            handshake
+                .profiles
+                .iter()
+                .filter(|p| ours.contains(p))
+                .cloned()
+                .collect()
+        };
+        if agreed_profiles.is_empty() {
+            let served: Vec<&str> = ours.iter().map(ProfileId::as_str).collect();
+            return Ok(rejected(&format!(
+                "no common profile: this node serves {}",
+                served.join(", ")
+            )));
         }
         if handshake.encryption.is_some() {
             return Ok(rejected(
@@ -193,7 +198,7 @@ impl Runtime {
         };
         let now = now_ms();
         let session_id = SessionId::generate();
-        let data = json!({ "purpose": handshake.purpose, "profiles": [NATIVE_HTTP_PROFILE], "capabilities": agreed, "principal_kind": caller.kind });
+        let data = json!({ "purpose": handshake.purpose, "profiles": agreed_profiles, "capabilities": agreed, "principal_kind": caller.kind });
         let event = self.session_event(
             "aip.session.created",
             caller,
@@ -202,13 +207,13 @@ impl Runtime {
             json!({ "capabilities": agreed.len() }),
             now,
         );
-        self.store
+        self.store()
             .create_session(
                 NewSession {
                     session_id: session_id.as_str().to_owned(),
                     tenant: caller.tenant.clone(),
                     principal: caller.id.clone(),
-                    peer: Some(self.config.agent.id.as_str().to_owned()),
+                    peer: Some(self.config().agent.id.as_str().to_owned()),
                     state: SessionState::Active,
                     created_at_ms: now,
                     expires_at_ms: Some(now + SESSION_TTL_MS),
@@ -218,15 +223,15 @@ impl Runtime {
             )
             .await?;
         let token = new_resume_token()?;
-        self.store
+        self.store()
             .issue_resume_token(session_id.as_str(), &token, now + SESSION_TTL_MS, now)
             .await?;
         Ok(HandshakeResponse {
             status: HandshakeStatus::Accepted,
             session_id: Some(session_id),
             resume_token: Some(token),
-            server: Some(self.config.agent.clone()),
-            agreed_profiles: vec![ours],
+            server: Some(self.config().agent.clone()),
+            agreed_profiles,
             agreed_capabilities: agreed,
             heartbeat: Some(json!({ "interval_ms": HEARTBEAT_INTERVAL_MS })),
             encryption: None,
@@ -242,7 +247,7 @@ impl Runtime {
         caller: &Caller,
         session_id: &str,
     ) -> Result<SessionRecord, RuntimeError> {
-        match self.store.get_session(session_id).await? {
+        match self.store().get_session(session_id).await? {
             Some(s) if caller.may_read(&s.tenant, &s.principal) => Ok(s),
             _ => Err(RuntimeError::NotFound("session")),
         }
@@ -286,28 +291,47 @@ impl Runtime {
         self.session_view_for(caller, &session).await
     }
 
-    /// Sessions visible to `caller`; filters never broaden visibility.
-    pub async fn sessions(
+    /// `session_request`: one session view.
+    pub async fn read_session(
         &self,
         caller: &Caller,
-        state: Option<&str>,
-        cursor: Option<&str>,
-        limit: Option<u32>,
+        request: &SessionRequest,
+    ) -> Result<SessionView, RuntimeError> {
+        self.session(caller, request.session_id.as_str()).await
+    }
+
+    /// `session_list_request`: the sessions visible to `caller`; filters never broaden visibility
+    /// (a principal the caller may not read matches nothing).
+    pub async fn read_sessions(
+        &self,
+        caller: &Caller,
+        request: &SessionListRequest,
     ) -> Result<SessionList, RuntimeError> {
-        let limit = self.limit(limit)?;
-        let state = match state {
+        let limit = self.limit(request.limit)?;
+        let Ok(principal) =
+            self.reader_bound(caller, request.principal_id.as_ref().map(|p| p.as_str()))
+        else {
+            return Ok(SessionList {
+                sessions: Vec::new(),
+                cursor: None,
+            });
+        };
+        let state = match request.status {
             Some(s) => Some(
-                SessionState::parse(s)
+                SessionState::parse(s.as_str())
                     .ok_or(RuntimeError::InvalidQuery("unknown session state"))?,
             ),
             None => None,
         };
         let query = SessionQuery {
             tenant: caller.tenant.clone(),
-            principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
+            principal,
             state,
         };
-        let page = self.store.list_sessions(&query, cursor, limit).await?;
+        let page = self
+            .store()
+            .list_sessions(&query, request.cursor.as_deref(), limit)
+            .await?;
         let mut sessions = Vec::with_capacity(page.items.len());
         for s in &page.items {
             sessions.push(self.session_view_for(caller, s).await?);
@@ -388,7 +412,7 @@ impl Runtime {
             events: vec![event],
             now_ms: now,
         };
-        match self.store.transition_session(transition).await {
+        match self.store().transition_session(transition).await {
             Ok(s) => Ok(s),
             Err(StoreError::StateConflict { actual } | StoreError::Terminal { state: actual }) => {
                 Err(RuntimeError::SessionState(format!(
@@ -415,7 +439,7 @@ impl Runtime {
         let now = now_ms();
         let replacement = new_resume_token()?;
         let resumed = self
-            .store
+            .store()
             .consume_resume_token(token, Some((&replacement, now + SESSION_TTL_MS)), now)
             .await?;
         if resumed.session_id != session.session_id {
@@ -427,10 +451,13 @@ impl Runtime {
             action_id: None,
             session_id: Some(session.session_id.clone()),
         };
-        let page = self.store.list_events(&query, cursor, Limit::max()).await?;
+        let page = self
+            .store()
+            .list_events(&query, cursor, Limit::max())
+            .await?;
         Ok(SessionResume {
             session: self.session_view_for(caller, &resumed).await?,
-            replayed_events: page.items.iter().map(crate::read::event_view).collect(),
+            replayed_events: views::events(&page.items)?,
             next_cursor: Some(page.next_cursor),
             resume_token: Some(replacement),
         })
@@ -450,38 +477,38 @@ impl Runtime {
             state: None,
             capability: None,
         };
-        let active = self.store.count_active_actions(&query).await?;
-        Ok(self.session_view(s, active))
+        let active = self.store().count_active_actions(&query).await?;
+        self.session_view(s, active)
     }
 
-    fn session_view(&self, s: &SessionRecord, active_action_count: u64) -> SessionView {
+    fn session_view(
+        &self,
+        s: &SessionRecord,
+        active_action_count: u64,
+    ) -> Result<SessionView, RuntimeError> {
         let status = serde_json::from_value(Value::String(s.state.as_str().to_owned()))
-            .unwrap_or(aip_core::SessionState::New);
-        let kind = s
-            .data
-            .get("principal_kind")
-            .and_then(|k| serde_json::from_value::<PrincipalKind>(k.clone()).ok())
-            .unwrap_or(PrincipalKind::Service);
-        let mut links = BTreeMap::new();
-        links.insert(
-            "self".to_owned(),
-            format!("/aip/v1/sessions/{}", s.session_id),
-        );
-        links.insert(
-            "actions".to_owned(),
-            format!("/aip/v1/actions?session_id={}", s.session_id),
-        );
-        SessionView {
+            .map_err(|e| views::corrupt(format!("session state {}: {e}", s.state)))?;
+        let kind = match s.data.get("principal_kind") {
+            Some(kind) => serde_json::from_value::<PrincipalKind>(kind.clone())
+                .map_err(|e| views::corrupt(format!("session principal kind: {e}")))?,
+            None => {
+                return Err(views::corrupt(format!(
+                    "session {} has no principal kind",
+                    s.session_id
+                )));
+            }
+        };
+        Ok(SessionView {
             session_id: SessionId::new(s.session_id.clone()),
             status,
-            principal: crate::engine::bare_principal(&s.principal, kind),
-            peer: self.config.agent.clone(),
-            created_at: ts(s.created_at_ms),
-            updated_at: ts(s.updated_at_ms),
-            expires_at: s.expires_at_ms.map(ts),
+            principal: crate::events::bare_principal(&s.principal, kind),
+            peer: self.config().agent.clone(),
+            created_at: views::ts(s.created_at_ms)?,
+            updated_at: views::ts(s.updated_at_ms)?,
+            expires_at: s.expires_at_ms.map(views::ts).transpose()?,
             active_action_count,
-            links,
-        }
+            links: BTreeMap::new(),
+        })
     }
 
     fn session_event(
@@ -493,7 +520,7 @@ impl Runtime {
         data: Value,
         now: i64,
     ) -> NewEvent {
-        crate::engine::new_event(
+        crate::events::new_event(
             kind,
             (&caller.tenant, &caller.id),
             Some(session_id.to_owned()),
@@ -514,7 +541,7 @@ impl Runtime {
         data: Value,
         now: i64,
     ) -> NewEvent {
-        crate::engine::new_event(
+        crate::events::new_event(
             kind,
             (&owner.tenant, &owner.id),
             Some(s.session_id.clone()),
@@ -539,6 +566,46 @@ fn new_resume_token() -> Result<String, RuntimeError> {
     ))
 }
 
-fn ts(ms: i64) -> Timestamp {
-    Timestamp::from_unix_millis(ms).unwrap_or_else(Timestamp::now)
+/// Serves `aip.core.v1.handshake`: the response envelope carries the new session's id.
+pub(crate) async fn serve_handshake(
+    runtime: &Runtime,
+    caller: &Caller,
+    envelope: &Envelope,
+    handshake: &Handshake,
+) -> Result<Reply, RuntimeError> {
+    let response = runtime.handshake(caller, envelope, handshake).await?;
+    let session_id = response.session_id.clone();
+    let mut reply = Reply::done(envelope, MessageBody::HandshakeResponse(response));
+    reply.envelope.session_id = session_id.or(reply.envelope.session_id);
+    Ok(reply)
+}
+
+/// Answers `aip.core.v1.heartbeat` with the same sequence and the receive time (spec 11.9).
+pub(crate) fn heartbeat(request: &Envelope, heartbeat: &aip_core::Heartbeat) -> Reply {
+    let ack = aip_core::HeartbeatAck {
+        sequence: heartbeat.sequence,
+        received_at: aip_core::Timestamp::now(),
+    };
+    Reply::done(request, MessageBody::HeartbeatAck(ack))
+}
+
+impl Runtime {
+    /// `session_resume_request` (spec 10.5): a request without a token is refused like a bad one.
+    pub async fn read_resume(
+        &self,
+        caller: &Caller,
+        request: &aip_core::SessionResumeRequest,
+    ) -> Result<SessionResume, RuntimeError> {
+        let token = request
+            .resume_token
+            .as_deref()
+            .ok_or(RuntimeError::ResumeTokenInvalid)?;
+        self.resume_session(
+            caller,
+            request.session_id.as_str(),
+            token,
+            request.last_event_cursor.as_deref(),
+        )
+        .await
+    }
 }

@@ -1,0 +1,323 @@
+//! The closed set of wire error codes this implementation emits (spec 19.1, 25.2): one variant per
+//! code, each with its one category. Every crate names codes through [`ErrorCode`], never as string
+//! literals, so a code cannot drift between the place that raises it and the place that maps it.
+//!
+//! `ProtocolError.code` stays a string on the wire: peers may send codes this set does not know.
+//! Codes a capability handler reports are the handler's own (namespaced by the runtime); they are not
+//! variants here.
+
+use crate::errors::LimitKind;
+use crate::rules::Rule;
+use crate::{ErrorCategory, ProtocolError};
+
+macro_rules! error_codes {
+    ($( $(#[$meta:meta])* $variant:ident = $code:literal, $category:ident; )+) => {
+        /// A wire error code with its category (spec 19.1). `Display` prints the code.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ErrorCode {
+            $( $(#[$meta])* $variant, )+
+            /// A bound of [`crate::Limits`] was exceeded (spec 22.8).
+            Limit(LimitKind),
+            /// A semantic rule of the spec text failed (spec 6.4).
+            Semantic(Rule),
+        }
+
+        impl ErrorCode {
+            /// The codes without a nested kind, in declaration order.
+            const FLAT: &'static [ErrorCode] = &[$(ErrorCode::$variant),+];
+
+            /// The stable namespaced code.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$variant => $code,)+
+                    ErrorCode::Limit(kind) => kind.code(),
+                    ErrorCode::Semantic(rule) => rule.code(),
+                }
+            }
+
+            /// The protocol category (spec 19.1); one per code.
+            pub fn category(self) -> ErrorCategory {
+                match self {
+                    $(ErrorCode::$variant => ErrorCategory::$category,)+
+                    ErrorCode::Limit(_) | ErrorCode::Semantic(_) => ErrorCategory::Permanent,
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    // ---- core and envelope (spec 6.4, 7) ----
+    /// The message type is registered but this runtime does not serve it, or not on this endpoint.
+    UnsupportedMessage = "aip.core.unsupported_message_type", Permanent;
+    /// Nothing visible under this id (also for objects of other readers, spec 16.3).
+    NotFound = "aip.core.not_found", Permanent;
+    /// The bytes are not one UTF-8 JSON value (spec 5.1).
+    MalformedJson = "aip.envelope.malformed_json", Permanent;
+    /// `aip_version` is not `1.0` (spec 23.1).
+    UnsupportedVersion = "aip.envelope.unsupported_version", Permanent;
+    /// `message_type` is not registered (spec 7).
+    UnknownMessageType = "aip.envelope.unsupported_message_type", Permanent;
+    /// The value does not satisfy the message's JSON Schema (spec 6.4).
+    SchemaViolation = "aip.envelope.schema_violation", Permanent;
+    // ---- capability schemas (spec 22.8) ----
+    /// A capability schema does not compile.
+    SchemaInvalid = "aip.schema.invalid", Permanent;
+    /// A capability schema nests deeper than the bound.
+    SchemaTooDeep = "aip.schema.too_deep", Permanent;
+    /// A capability schema has more nodes than the bound.
+    SchemaTooManyNodes = "aip.schema.too_many_nodes", Permanent;
+    /// A capability schema's text is larger than the bound.
+    SchemaTooLarge = "aip.schema.too_large", Permanent;
+    /// An input schema is not an object schema (spec 9.3).
+    SchemaNotObject = "aip.schema.not_an_object_schema", Permanent;
+    // ---- envelope signatures (spec 22.2) ----
+    /// The signed document is not a JSON object.
+    SignatureNotAnObject = "aip.signature.not_an_object", Auth;
+    /// The envelope has no `security` object.
+    SignatureMissingSecurity = "aip.signature.missing_security", Auth;
+    /// `security.did` is missing.
+    SignatureMissingDid = "aip.signature.missing_did", Auth;
+    /// `security.signature` is missing.
+    SignatureMissingSignature = "aip.signature.missing_signature", Auth;
+    /// `security.did` is not an Ed25519 `did:key`.
+    SignatureInvalidDid = "aip.signature.invalid_did", Auth;
+    /// The signature is not standard Base64 of 64 bytes.
+    SignatureBadEncoding = "aip.signature.bad_encoding", Auth;
+    /// The signature does not verify.
+    SignatureInvalid = "aip.signature.invalid", Auth;
+    // ---- receipt chains (spec 18.2) ----
+    /// A receipt or chain does not decode.
+    ReceiptMalformed = "aip.receipt.malformed", Permanent;
+    /// A receipt has no hash.
+    ReceiptMissingHash = "aip.receipt.missing_hash", Permanent;
+    /// A receipt's hash is not the hash of its content.
+    ReceiptHashMismatch = "aip.receipt.hash_mismatch", Permanent;
+    /// A receipt was hashed in the `hash: null` form, not the spec's omitted form.
+    ReceiptNullFormHash = "aip.receipt.null_form_hash", Permanent;
+    /// The first receipt names a previous hash.
+    ReceiptFirstHasPrevious = "aip.receipt.first_has_previous", Permanent;
+    /// A receipt's `previous_hash` is not its predecessor's hash.
+    ReceiptBrokenLink = "aip.receipt.broken_link", Permanent;
+    /// A non-empty chain has no root hash.
+    ReceiptMissingRootHash = "aip.receipt.missing_root_hash", Permanent;
+    /// The root hash is not the hash of the receipt hashes.
+    ReceiptRootMismatch = "aip.receipt.root_mismatch", Permanent;
+    // ---- discovery and authorization (spec 9, 22.5) ----
+    /// No admitted capability has this id, or the caller cannot see it.
+    CapabilityNotFound = "aip.discovery.capability_not_found", Permanent;
+    /// The caller's scopes do not allow the request.
+    ScopeDenied = "aip.policy.scope_denied", Policy;
+    /// The capability needs an approval workflow this runtime does not provide.
+    ApprovalUnavailable = "aip.policy.approval_unavailable", Policy;
+    /// No bearer token, or an unknown one.
+    Unauthenticated = "aip.auth.unauthenticated", Auth;
+    // ---- actions (spec 11) ----
+    /// The input does not satisfy the capability input schema.
+    InvalidInput = "aip.action.invalid_input", Permanent;
+    /// The capability contract does not support the requested mode.
+    UnsupportedMode = "aip.action.unsupported_mode", Permanent;
+    /// The action carries a context (transaction, callback, delegation, ...) this runtime does not
+    /// implement: refused rather than ignored (spec 22.1).
+    UnsupportedContext = "aip.action.unsupported_context", Permanent;
+    /// `timeout_ms` is zero or above the configured maximum.
+    InvalidTimeout = "aip.action.invalid_timeout", Permanent;
+    /// The action id is taken by a different request.
+    DuplicateActionId = "aip.action.duplicate_id", Permanent;
+    /// The action cannot be cancelled.
+    NotCancellable = "aip.action.not_cancellable", Permanent;
+    /// The action is already terminal.
+    Terminal = "aip.action.terminal", Permanent;
+    /// The action's deadline passed.
+    DeadlineExceeded = "aip.action.deadline_exceeded", Temporary;
+    /// The handler confirmed cancellation (an `error` chunk's code).
+    Cancelled = "aip.action.cancelled", Permanent;
+    /// The handler's output does not satisfy the output schema (spec 11.7).
+    OutputSchemaViolation = "aip.action.output_schema_violation", Connector;
+    /// The action's job ran out of attempts (spec 11.5 `dead_lettered`).
+    DeadLettered = "aip.action.dead_lettered", Temporary;
+    // ---- idempotency (spec 9.5) ----
+    /// The capability requires an idempotency key.
+    IdempotencyKeyRequired = "aip.idempotency.key_required", Permanent;
+    /// The capability does not support idempotency keys.
+    IdempotencyUnsupported = "aip.idempotency.unsupported", Permanent;
+    /// The key is owned by an earlier action with a conflicting invocation.
+    IdempotencyConflict = "aip.idempotency.conflict", Permanent;
+    /// The key scope is `external_account` and the caller has none bound.
+    ExternalAccountUnbound = "aip.idempotency.external_account_unbound", Policy;
+    // ---- reads (spec 16) ----
+    /// A list limit, wait or filter outside its bounds.
+    InvalidQuery = "aip.read.invalid_query", Permanent;
+    /// A cursor this reader did not receive for this query.
+    InvalidCursor = "aip.read.invalid_cursor", Permanent;
+    // ---- security (spec 22.2-22.3) ----
+    /// The envelope signature is missing, invalid, or its signer is not trusted.
+    SecuritySignatureInvalid = "aip.security.signature_invalid", Auth;
+    /// `sent_at` is outside the accepted clock skew.
+    ClockSkew = "aip.security.clock_skew", Auth;
+    /// The message id was already claimed within the replay window.
+    Replay = "aip.security.replay", Auth;
+    // ---- sessions (spec 10) ----
+    /// The session state does not allow the request.
+    SessionInvalidState = "aip.session.invalid_state", Permanent;
+    /// The resume token is unknown, expired, used or another session's.
+    ResumeTokenInvalid = "aip.session.resume_token_invalid", Auth;
+    /// A handshake was rejected (in `HandshakeResponse.rejection_reason`).
+    SessionRejected = "aip.session.rejected", Policy;
+    // ---- runtime ----
+    /// Durable storage failed; nothing was acknowledged.
+    StorageUnavailable = "aip.runtime.storage_unavailable", Temporary;
+    /// A capability handler panicked; its action failed and the worker goes on.
+    HandlerPanicked = "aip.runtime.handler_panicked", Connector;
+    /// The runtime failed in a way it did not expect; nothing was acknowledged.
+    Internal = "aip.runtime.internal", Temporary;
+    // ---- connectors (spec 19.3) ----
+    /// The connector failed without a code of its own.
+    ConnectorFailed = "aip.connector.failed", Connector;
+    /// The provider may or may not have committed the side effect (spec 13.6).
+    UncertainOutcome = "aip.connector.uncertain_outcome", Connector;
+    /// The `http` handler service answered a non-success status.
+    ConnectorHttpStatus = "aip.connector.http_status", Connector;
+    /// The `http` handler service could not be reached; nothing was sent.
+    ConnectorUnreachable = "aip.connector.unreachable", Connector;
+    /// A connector reported a code that is not a namespaced code.
+    ConnectorInvalidCode = "aip.connector.invalid_code", Connector;
+    // ---- streams (spec 11.6) ----
+    /// A chunk was emitted after `done`.
+    StreamClosed = "aip.stream.closed", Permanent;
+    /// A chunk could not be encoded.
+    StreamEncode = "aip.stream.encode", Permanent;
+    /// Another worker owns the action now.
+    StreamLeaseLost = "aip.stream.lease_lost", Temporary;
+    /// A chunk could not be persisted.
+    StreamPersistFailed = "aip.stream.persist_failed", Temporary;
+    // ---- transports (spec 20) ----
+    /// The request body's media type is not accepted.
+    UnsupportedMediaType = "aip.transport.unsupported_media_type", Permanent;
+    /// The request body was refused before decoding (size, read failure).
+    BodyRejected = "aip.transport.body_rejected", Permanent;
+    /// The consumer did not keep up; the stream was closed.
+    SlowConsumer = "aip.transport.slow_consumer", Transport;
+    /// The connection follows its maximum number of streams.
+    TooManyStreams = "aip.transport.too_many_streams", Temporary;
+    /// A WebSocket binary frame (spec 20.3).
+    UnsupportedFrame = "aip.transport.unsupported_frame", Permanent;
+    /// `/aip/v1/ws` was requested without a WebSocket upgrade.
+    WebsocketUpgradeRequired = "aip.transport.websocket_upgrade_required", Permanent;
+    /// The Origin header is not allowed (DNS-rebinding protection).
+    OriginNotAllowed = "aip.transport.origin_not_allowed", Policy;
+    /// The Host header is not allowed (DNS-rebinding protection).
+    HostNotAllowed = "aip.transport.host_not_allowed", Policy;
+    // ---- built-in demo capabilities ----
+    /// A demo capability's input is outside its bounds.
+    DemoInvalidInput = "aip.demo.invalid_input", Permanent;
+    /// `cap:demo:book` already recorded this booking.
+    DemoDuplicateBooking = "aip.demo.duplicate_booking", Permanent;
+    /// The demo capabilities' store is unavailable.
+    DemoStoreUnavailable = "aip.demo.store_unavailable", Temporary;
+}
+
+impl ErrorCode {
+    /// Every code: the flat ones, then each limit kind and each semantic rule.
+    pub fn all() -> impl Iterator<Item = ErrorCode> {
+        Self::FLAT
+            .iter()
+            .copied()
+            .chain(LimitKind::ALL.iter().map(|k| ErrorCode::Limit(*k)))
+            .chain(Rule::ALL.iter().map(|r| ErrorCode::Semantic(*r)))
+    }
+
+    /// The code whose wire string is `code`, if this implementation emits it.
+    pub fn parse(code: &str) -> Option<Self> {
+        Self::all().find(|c| c.as_str() == code)
+    }
+
+    /// A wire error with this code, its category and `message`; `retryable` is left unset.
+    pub fn error(self, message: impl Into<String>) -> ProtocolError {
+        ProtocolError::new(self.as_str(), self.category(), message)
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ErrorCode {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorCode {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// Whether `code` is a namespaced code: dot-separated lowercase segments of `[a-z0-9_]`, each
+/// starting with a letter, at least two segments, at most 128 bytes (spec 19.1, 25.2).
+pub fn is_namespaced_code(code: &str) -> bool {
+    let mut segments = 0;
+    let well_formed = code.len() <= 128
+        && code.split('.').all(|segment| {
+            segments += 1;
+            segment
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_lowercase())
+                && segment
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        });
+    well_formed && segments >= 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_code_is_namespaced_under_aip_and_used_once() {
+        let mut seen = std::collections::BTreeMap::new();
+        for code in ErrorCode::all() {
+            assert!(is_namespaced_code(code.as_str()), "{code}");
+            assert!(code.as_str().starts_with("aip."), "{code}");
+            // Rules that restate an envelope check share its code; nothing else may.
+            if let Some(earlier) = seen.insert(code.as_str(), code) {
+                assert!(
+                    matches!(code, ErrorCode::Semantic(_)),
+                    "{code} is used by {earlier:?} and {code:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_code_parses_back_to_itself() {
+        for code in ErrorCode::all().filter(|c| !matches!(c, ErrorCode::Semantic(_))) {
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("aip.nope.never"), None);
+    }
+
+    #[test]
+    fn codes_outside_the_grammar_are_not_namespaced() {
+        for bad in [
+            "",
+            "timeout",
+            "Upstream.Failed",
+            "a..b",
+            ".a.b",
+            "a.b.",
+            "a.1b",
+            "a b.c",
+        ] {
+            assert!(!is_namespaced_code(bad), "{bad:?}");
+        }
+        assert!(!is_namespaced_code(&format!("a.{}", "b".repeat(127))));
+        assert!(is_namespaced_code("stripe.card_declined"));
+    }
+}

@@ -1,0 +1,271 @@
+//! Running an admitted action (spec 11.2, 11.5): the handler gets a frozen trusted context, its
+//! lease is renewed while it runs, and its outcome is committed under the lease's fence, so a
+//! worker that lost the lease cannot settle the action. A panicking handler settles its action like
+//! a failure (an uncertain outcome for a mutation) instead of taking its worker down.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aip_core::{ActionResult, ErrorCode, PrincipalKind, ReceiptType};
+use aip_store::{ActionRecord, ActionState, Fence, StoreError, Transition};
+use futures_util::FutureExt;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::action::result::{self, status_str};
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::events::action_event;
+use crate::handler::{HandlerError, Mode, TrustedContext};
+use crate::receipts::ChainWriter;
+use crate::registry::AdmittedCapability;
+use crate::runtime::Runtime;
+use crate::stream::ChunkSink;
+
+impl Runtime {
+    /// Runs the handler of `record` and commits the outcome (under `fence` when the work is leased).
+    pub(crate) async fn execute(
+        &self,
+        capability: &Arc<AdmittedCapability>,
+        record: &ActionRecord,
+        fence: Option<&Fence>,
+        mut chain: ChainWriter,
+    ) -> Result<ActionResult, RuntimeError> {
+        let token = CancellationToken::new();
+        let mut ctx = trusted_context(record, token.clone())?;
+        if ctx.mode == Mode::Streaming {
+            ctx.chunks =
+                ChunkSink::streaming(Arc::clone(self.store()), &record.action_id, fence.cloned());
+        }
+        let input = record
+            .request
+            .pointer("/action/input")
+            .cloned()
+            .ok_or_else(|| corrupt(record, "the stored request has no action input"))?;
+        self.running()
+            .insert(record.action_id.clone(), token.clone());
+        let mutation = capability.handler.support().mutation;
+        let invoke = async {
+            if ctx.remaining().is_zero() {
+                return Err(HandlerError::DeadlineExceeded);
+            }
+            let call = AssertUnwindSafe(capability.handler.invoke(&ctx, &input)).catch_unwind();
+            match tokio::time::timeout(ctx.remaining(), call).await {
+                Ok(Ok(outcome)) => outcome,
+                Ok(Err(_panic)) => {
+                    tracing::error!(action = %record.action_id, capability = %record.capability, "handler panicked");
+                    Err(if mutation {
+                        HandlerError::UncertainOutcome(
+                            "the handler panicked while the mutation was in flight".into(),
+                        )
+                    } else {
+                        HandlerError::Failed {
+                            code: ErrorCode::HandlerPanicked.as_str().into(),
+                            message: "the capability handler panicked".into(),
+                            retryable: false,
+                        }
+                    })
+                }
+                Err(_elapsed) => Err(if mutation {
+                    HandlerError::UncertainOutcome(
+                        "deadline passed while the mutation was in flight".into(),
+                    )
+                } else {
+                    HandlerError::DeadlineExceeded
+                }),
+            }
+        };
+        let outcome = match fence {
+            Some(fence) => {
+                tokio::pin!(invoke);
+                tokio::select! {
+                    outcome = &mut invoke => outcome,
+                    // The lease was lost (another worker took it over): the handler runs on, but its
+                    // commit below is refused by the fence.
+                    () = self.keep_action_lease(fence, &record.action_id, &token) => invoke.await,
+                }
+            }
+            None => invoke.await,
+        };
+        self.running().remove(&record.action_id);
+        ctx.chunks.finish(&outcome).await;
+        let settled = result::settle(capability, &record.action_id, outcome);
+        let now = now_ms();
+        chain.push(
+            ReceiptType::ToolExecuted,
+            &self.config().agent,
+            json!({ "capability_id": record.capability, "outcome": settled.state.as_str() }),
+            now,
+        );
+        chain.push(
+            ReceiptType::ResultReturned,
+            &self.config().agent,
+            json!({ "status": status_str(settled.result.status), "output_hash": settled.result.output.as_ref().map(aip_core::canonical::canonical_hash) }),
+            now,
+        );
+        let result = self
+            .commit_final(
+                record,
+                fence,
+                vec![ActionState::Running, ActionState::Cancelling],
+                (settled.state, settled.result),
+                chain,
+                json!({}),
+            )
+            .await?;
+        Ok(result)
+    }
+
+    /// Renews the lease while the handler runs and relays a cancellation recorded by another node to
+    /// the handler's `token`. Returns only when the lease is lost.
+    async fn keep_action_lease(&self, fence: &Fence, action_id: &str, token: &CancellationToken) {
+        crate::worker::keep_lease(self, fence, || async {
+            if let Ok(Some(record)) = self.store().get_action(action_id).await
+                && record.state == ActionState::Cancelling
+            {
+                token.cancel();
+            }
+        })
+        .await;
+        tracing::warn!(action = %action_id, "lease lost while the handler ran");
+    }
+
+    /// Settles `record` without running its handler (it must not or cannot run), under `fence`.
+    pub(crate) async fn finish_without_dispatch(
+        &self,
+        record: &ActionRecord,
+        fence: Option<&Fence>,
+        state: ActionState,
+        result: ActionResult,
+        mut chain: ChainWriter,
+        data: Value,
+    ) -> Result<(), RuntimeError> {
+        let now = now_ms();
+        let mut receipt = json!({ "status": status_str(result.status), "dispatched": false });
+        if let (Value::Object(receipt), Value::Object(extra)) = (&mut receipt, &data) {
+            receipt.extend(extra.clone());
+        }
+        chain.push(
+            ReceiptType::ResultReturned,
+            &self.config().agent,
+            receipt,
+            now,
+        );
+        self.commit_final(
+            record,
+            fence,
+            vec![record.state],
+            (state, result),
+            chain,
+            data,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    /// Commits a final `state` and `result` (compare-and-set from `from`) with the chain's pending
+    /// receipts and one event carrying `event_data`, under `fence` (which also completes the job).
+    async fn commit_final(
+        &self,
+        record: &ActionRecord,
+        fence: Option<&Fence>,
+        from: Vec<ActionState>,
+        (state, mut result): (ActionState, ActionResult),
+        mut chain: ChainWriter,
+        event_data: Value,
+    ) -> Result<ActionResult, RuntimeError> {
+        let now = now_ms();
+        result.receipt = chain.last_ref();
+        let mut data = json!({ "status": status_str(result.status) });
+        if let (Value::Object(data), Value::Object(extra)) = (&mut data, event_data) {
+            data.extend(extra);
+        }
+        let event = action_event(&format!("aip.action.{}", state.as_str()), record, data, now);
+        let transition = Transition {
+            action_id: record.action_id.clone(),
+            from,
+            to: state,
+            result: Some(result_value(&result)?),
+            events: vec![event],
+            receipts: chain.take(),
+            fence: fence.cloned(),
+            finish_job: fence.is_some(),
+            now_ms: now,
+        };
+        self.store().transition_action(transition).await?;
+        metrics::counter!("aip_actions_finished_total", "state" => state.as_str()).increment(1);
+        Ok(result)
+    }
+}
+
+fn result_value(result: &ActionResult) -> Result<Value, RuntimeError> {
+    serde_json::to_value(result)
+        .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))
+}
+
+fn corrupt(record: &ActionRecord, what: &str) -> RuntimeError {
+    RuntimeError::Storage(StoreError::Corrupt(format!(
+        "action {}: {what}",
+        record.action_id
+    )))
+}
+
+/// The frozen trusted context of spec 11.2, rebuilt from the stored admission (never from the
+/// request's claims). Anything stored that does not decode is corruption, not a default.
+fn trusted_context(
+    record: &ActionRecord,
+    cancellation: CancellationToken,
+) -> Result<TrustedContext, RuntimeError> {
+    let req = &record.request;
+    let text = |pointer: &str| -> Result<String, RuntimeError> {
+        req.pointer(pointer)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .ok_or_else(|| corrupt(record, &format!("the stored request has no {pointer}")))
+    };
+    let decode = |pointer: &str| -> Result<Value, RuntimeError> {
+        req.pointer(pointer)
+            .cloned()
+            .ok_or_else(|| corrupt(record, &format!("the stored request has no {pointer}")))
+    };
+    let principal_kind: PrincipalKind = serde_json::from_value(decode("/caller/kind")?)
+        .map_err(|e| corrupt(record, &format!("caller kind: {e}")))?;
+    let scopes = serde_json::from_value(decode("/caller/scopes")?)
+        .map_err(|e| corrupt(record, &format!("caller scopes: {e}")))?;
+    let external_account = match req.pointer("/caller/external_account") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            serde_json::from_value(v.clone())
+                .map_err(|e| corrupt(record, &format!("external account: {e}")))?,
+        ),
+    };
+    let mode = Mode::parse(&record.mode)
+        .ok_or_else(|| corrupt(record, &format!("mode {:?}", record.mode)))?;
+    let deadline_ms = record
+        .deadline_ms
+        .ok_or_else(|| corrupt(record, "no deadline"))?;
+    let remaining = u64::try_from(deadline_ms.saturating_sub(now_ms())).unwrap_or(0);
+    Ok(TrustedContext {
+        action_id: record.action_id.clone(),
+        capability_id: record.capability.clone(),
+        mode,
+        principal_id: record.principal.clone(),
+        principal_kind,
+        issuer: text("/caller/issuer")?,
+        tenant: record.tenant.clone(),
+        scopes,
+        external_account,
+        idempotency_key: req
+            .get("idempotency_key")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        session_id: record.session_id.clone(),
+        correlation_id: record.correlation_id.clone(),
+        trace: req.get("trace").filter(|t| !t.is_null()).cloned(),
+        deadline_unix_ms: u64::try_from(deadline_ms).unwrap_or(0),
+        deadline: Instant::now() + Duration::from_millis(remaining),
+        cancellation,
+        chunks: ChunkSink::default(),
+    })
+}

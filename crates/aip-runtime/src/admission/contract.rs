@@ -1,0 +1,104 @@
+//! Step 6: mode, deadline and contexts. The mode must be one the capability contract supports
+//! (spec 11.1); the deadline is derived once and never extended; and every context on the action
+//! that this runtime does not implement is refused, never ignored (spec 22.1): a dry run that ran
+//! for real, or a callback that is never delivered, would be worse than a clear refusal.
+
+use aip_core::{Action, ActionMode};
+
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::handler::Mode;
+use crate::registry::AdmittedCapability;
+use crate::runtime::Runtime;
+
+/// What step 6 settled.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Contract {
+    pub(crate) mode: Mode,
+    /// Admission time, epoch ms.
+    pub(crate) now_ms: i64,
+    /// The immutable deadline, epoch ms.
+    pub(crate) deadline_ms: i64,
+}
+
+pub(crate) fn check(
+    runtime: &Runtime,
+    caller: &Caller,
+    capability: &AdmittedCapability,
+    action: &Action,
+) -> Result<Contract, RuntimeError> {
+    unsupported_context(caller, action)?;
+    let mode = match action.mode.unwrap_or(ActionMode::Sync) {
+        ActionMode::Sync => Mode::Sync,
+        ActionMode::Async => Mode::Async,
+        ActionMode::Streaming => Mode::Streaming,
+    };
+    if !capability.supports_mode(mode) {
+        return Err(RuntimeError::UnsupportedMode(mode.as_str()));
+    }
+    let config = runtime.config();
+    let timeout_ms = match action.timeout_ms {
+        Some(t) if t == 0 || t > config.max_timeout_ms => {
+            return Err(RuntimeError::InvalidTimeout(config.max_timeout_ms));
+        }
+        Some(t) => t,
+        None => config.default_timeout_ms,
+    };
+    let now_ms = now_ms();
+    Ok(Contract {
+        mode,
+        now_ms,
+        deadline_ms: now_ms.saturating_add(i64::try_from(timeout_ms).unwrap_or(i64::MAX)),
+    })
+}
+
+/// The first context of `action` this runtime does not implement, as a refusal. Observability
+/// metadata is kept with the request; an identity context may only name the caller's own tenant
+/// (a request-supplied tenant is a selector, never authority: spec 22.6).
+fn unsupported_context(caller: &Caller, action: &Action) -> Result<(), RuntimeError> {
+    let refused = if action.transaction.is_some() {
+        Some("transaction")
+    } else if action.callback.is_some() {
+        Some("callback")
+    } else if !action.delegation_chain.is_empty() {
+        Some("delegation_chain")
+    } else if action.federation.is_some() {
+        Some("federation")
+    } else if action.approval.is_some() {
+        Some("approval")
+    } else if action.compliance.is_some() {
+        Some("compliance")
+    } else if action.conversation.is_some() {
+        Some("conversation")
+    } else if action.memory_context.is_some() {
+        Some("memory_context")
+    } else {
+        None
+    };
+    if let Some(context) = refused {
+        return Err(RuntimeError::UnsupportedContext(context));
+    }
+    let Some(identity) = &action.identity else {
+        return Ok(());
+    };
+    if let Some(tenant) = &identity.tenant
+        && tenant.id != caller.tenant
+    {
+        return Err(RuntimeError::ForeignTenant);
+    }
+    let only_tenant = identity.external_account.is_none()
+        && identity.external_user.is_none()
+        && identity.human_actor.is_none()
+        && identity.service_account.is_none()
+        && identity.acted_on_behalf_of.is_none()
+        && identity.credential_ref.is_none()
+        && identity.oauth.is_none();
+    if only_tenant {
+        Ok(())
+    } else {
+        // Delegated authority, credential mapping and on-behalf-of claims need the delegation and
+        // credential features; until then they are refused rather than dropped.
+        Err(RuntimeError::UnsupportedContext("identity"))
+    }
+}

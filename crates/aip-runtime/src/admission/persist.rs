@@ -1,0 +1,233 @@
+//! Step 9: durable admission in one store transaction (action row, idempotency reservation,
+//! receipts, events, and the job: queued, or for sync work already leased to this node), and the
+//! answer when an earlier action owns the id or the key.
+
+use std::sync::Arc;
+
+use aip_core::{ReceiptType, canonical::canonical_hash};
+use aip_store::{
+    ActionRecord, ActionState, AdmissionLease, AdmissionOutcome, IdempotencyClaim, NewAction,
+    NewJob, StoreError,
+};
+use serde_json::{Value, json};
+
+use crate::action::{ACTION_QUEUE, MAX_ATTEMPTS};
+use crate::admission::contract::Contract;
+use crate::admission::policy::PolicyDecision;
+use crate::admission::{ActionRequest, Admission, Admitted, Existing};
+use crate::caller::Caller;
+use crate::error::RuntimeError;
+use crate::events::{bare_principal, new_event};
+use crate::handler::Mode;
+use crate::receipts::ChainWriter;
+use crate::registry::AdmittedCapability;
+use crate::runtime::Runtime;
+
+/// What steps 3-8 settled.
+pub(crate) struct Decided {
+    pub(crate) capability: Arc<AdmittedCapability>,
+    pub(crate) contract: Contract,
+    pub(crate) idempotency: Option<IdempotencyClaim>,
+    pub(crate) decision: PolicyDecision,
+}
+
+pub(crate) async fn admit(
+    runtime: &Runtime,
+    caller: &Caller,
+    request: &ActionRequest,
+    decided: Decided,
+) -> Result<Admission, RuntimeError> {
+    let Decided {
+        capability,
+        contract,
+        idempotency,
+        decision,
+    } = decided;
+    let PolicyDecision::Allow { basis } = decision;
+    let action = &request.action;
+    let action_id = action.id.as_str().to_owned();
+    let (mode, now) = (contract.mode, contract.now_ms);
+    let input_hash = crate::admission::idempotency::input_hash(request);
+    let agent = &runtime.config().agent;
+    let actor = bare_principal(&caller.id, caller.kind);
+    let correlation = request
+        .correlation_id
+        .clone()
+        .map(aip_core::CorrelationId::new);
+    let mut chain = ChainWriter::new(&action_id, caller, correlation);
+    chain.push(
+        ReceiptType::RequestReceived,
+        &actor,
+        json!({ "message_id": request.message_id, "capability_id": action.capability_id, "input_hash": input_hash }),
+        now,
+    );
+    chain.push(
+        ReceiptType::ActionAccepted,
+        agent,
+        json!({ "action_id": action_id, "mode": mode.as_str(), "deadline_ms": contract.deadline_ms }),
+        now,
+    );
+    chain.push(
+        ReceiptType::PolicyDecision,
+        agent,
+        json!({ "decision": "allow", "basis": basis, "principal": caller.id, "tenant": caller.tenant }),
+        now,
+    );
+    // Streaming work is queued like async work (spec 11.6): a leased worker runs it, so it survives
+    // restarts and its chunks are fenced.
+    let queued = mode != Mode::Sync;
+    let event = |kind: &str, data: Value| {
+        new_event(
+            kind,
+            (&caller.tenant, &caller.id),
+            request.session_id.clone(),
+            Some(action_id.clone()),
+            request.correlation_id.clone(),
+            (data, now),
+        )
+    };
+    let events = vec![
+        event(
+            "aip.action.accepted",
+            json!({ "capability_id": action.capability_id, "mode": mode.as_str() }),
+        ),
+        event(
+            if queued {
+                "aip.action.queued"
+            } else {
+                "aip.action.started"
+            },
+            json!({}),
+        ),
+    ];
+    let stored_request = json!({
+        "action": action,
+        "message_id": request.message_id,
+        "trace": request.trace,
+        "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes, "external_account": caller.external_account },
+        "idempotency_key": request.key(),
+        "request_hash": request_hash(request),
+    });
+    let admission = aip_store::Admission {
+        action: NewAction {
+            action_id: action_id.clone(),
+            tenant: caller.tenant.clone(),
+            principal: caller.id.clone(),
+            session_id: request.session_id.clone(),
+            capability: action.capability_id.as_str().to_owned(),
+            correlation_id: request.correlation_id.clone(),
+            mode: mode.as_str().to_owned(),
+            state: if queued {
+                ActionState::Queued
+            } else {
+                ActionState::Running
+            },
+            input_hash: Some(input_hash),
+            deadline_ms: Some(contract.deadline_ms),
+            created_at_ms: now,
+            request: stored_request,
+        },
+        idempotency,
+        receipts: chain.take(),
+        events,
+        // Every action has a job. Queued work waits for a worker; sync work is run at once by this
+        // node under a lease taken in this transaction, so it is fenced like queued work, no other
+        // node's recovery touches it while the lease lives, and if this node dies a worker elsewhere
+        // takes the lapsed lease over (never re-running a mutation).
+        job: Some(NewJob {
+            job_id: format!("job_{action_id}"),
+            queue: ACTION_QUEUE.into(),
+            action_id: Some(action_id.clone()),
+            tenant: caller.tenant.clone(),
+            available_at_ms: now,
+            max_attempts: MAX_ATTEMPTS,
+            payload: json!({}),
+        }),
+        lease: (!queued).then(|| AdmissionLease {
+            worker: runtime.worker_id().clone(),
+            lease_ms: runtime.lease_ms(),
+        }),
+    };
+    match runtime.store().admit(admission).await {
+        Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {
+            record,
+            capability,
+            mode,
+            lease,
+            chain,
+        })),
+        Ok(AdmissionOutcome::Replayed { original, .. }) => {
+            let why = if is_resend(caller, request, &original) {
+                Existing::Redelivery
+            } else {
+                Existing::Replay
+            };
+            Ok(Admission::Existing { original, why })
+        }
+        Ok(AdmissionOutcome::Conflict { reservation }) => {
+            // The key's owner may be this very action, re-sent: that is delivery, not a collision.
+            if reservation.action_id == action_id {
+                resend_of(runtime, caller, request)
+                    .await?
+                    .ok_or(RuntimeError::IdempotencyConflict)
+            } else {
+                Err(RuntimeError::IdempotencyConflict)
+            }
+        }
+        Ok(_) => Err(RuntimeError::Internal("unexpected admission outcome")),
+        Err(StoreError::Duplicate { kind: "action" }) => resend_of(runtime, caller, request)
+            .await?
+            .ok_or(RuntimeError::DuplicateActionId),
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// The stored action with `request`'s id when `request` re-sends it, as an answer.
+async fn resend_of(
+    runtime: &Runtime,
+    caller: &Caller,
+    request: &ActionRequest,
+) -> Result<Option<Admission>, RuntimeError> {
+    let original = runtime
+        .store()
+        .get_action(request.action.id.as_str())
+        .await?;
+    Ok(original
+        .filter(|original| is_resend(caller, request, original))
+        .map(|original| Admission::Existing {
+            original,
+            why: Existing::Redelivery,
+        }))
+}
+
+/// Whether `request` is the stored action re-sent: same id, tenant and principal, and the same
+/// canonical request (action, idempotency key in force and session).
+fn is_resend(caller: &Caller, request: &ActionRequest, original: &ActionRecord) -> bool {
+    original.action_id == request.action.id.as_str()
+        && original.tenant == caller.tenant
+        && original.principal == caller.id
+        && stored_request_hash(original).as_deref() == Some(request_hash(request).as_str())
+}
+
+/// The canonical hash of what makes a request the same request.
+fn request_hash(request: &ActionRequest) -> String {
+    canonical_hash(&json!({
+        "action": request.action,
+        "idempotency_key": request.key(),
+        "session_id": request.session_id,
+    }))
+}
+
+/// The request hash of a stored action: recorded at admission, or recomputed for actions admitted
+/// before it was (their stored request holds the same members).
+fn stored_request_hash(record: &ActionRecord) -> Option<String> {
+    if let Some(hash) = record.request.get("request_hash").and_then(Value::as_str) {
+        return Some(hash.to_owned());
+    }
+    let action = record.request.get("action")?;
+    Some(canonical_hash(&json!({
+        "action": action,
+        "idempotency_key": record.request.get("idempotency_key").filter(|k| !k.is_null()),
+        "session_id": record.session_id,
+    })))
+}

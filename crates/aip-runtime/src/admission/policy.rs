@@ -1,0 +1,64 @@
+//! Step 8: policy and approval evaluation (spec 11.3 step 8, 12). The runtime asks one
+//! [`PolicyGate`] per action, after the request is otherwise admissible and before anything is
+//! written; the approval workflow plugs in here. The default gate, [`ScopePolicy`], allows what the
+//! configured scopes allow (checked at lookup) and refuses approval-gated capabilities, because this
+//! runtime cannot grant approvals yet.
+
+use async_trait::async_trait;
+
+use aip_core::Action;
+
+use crate::caller::Caller;
+use crate::error::RuntimeError;
+use crate::handler::Mode;
+use crate::registry::AdmittedCapability;
+
+/// What a policy decision is about: the authenticated caller, the admitted capability and the
+/// action, all already validated.
+#[derive(Debug, Clone, Copy)]
+pub struct PolicySubject<'a> {
+    /// The authenticated caller.
+    pub caller: &'a Caller,
+    /// The capability the action invokes.
+    pub capability: &'a AdmittedCapability,
+    /// The action, its input schema-valid.
+    pub action: &'a Action,
+    /// The admitted mode.
+    pub mode: Mode,
+}
+
+/// A decision that lets the action be admitted; a refusal is a [`RuntimeError`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PolicyDecision {
+    /// Admit the action now.
+    Allow {
+        /// What allowed it, recorded in the `policy_decision` receipt.
+        basis: String,
+    },
+}
+
+/// Decides whether an otherwise admissible action may be admitted (spec 11.3 step 8).
+#[async_trait]
+pub trait PolicyGate: Send + Sync + 'static {
+    /// The decision for `subject`, or the typed refusal. Must not write anything a refusal would
+    /// leave behind: admission commits only after every step passed.
+    async fn evaluate(&self, subject: &PolicySubject<'_>) -> Result<PolicyDecision, RuntimeError>;
+}
+
+/// The default gate: configured scopes decide (checked at lookup); approval-gated capabilities are
+/// refused with `aip.policy.approval_unavailable` (fail closed).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ScopePolicy;
+
+#[async_trait]
+impl PolicyGate for ScopePolicy {
+    async fn evaluate(&self, subject: &PolicySubject<'_>) -> Result<PolicyDecision, RuntimeError> {
+        if subject.capability.requires_approval() {
+            return Err(RuntimeError::ApprovalUnavailable);
+        }
+        Ok(PolicyDecision::Allow {
+            basis: "configured scopes".into(),
+        })
+    }
+}

@@ -1,0 +1,156 @@
+//! The one table from message type to the module that serves it (spec 7). Every binding enters
+//! here: decode (bounded), authenticate the envelope (skew, signature, replay), then the row of its
+//! message type. A registered type without a row answers `aip.core.unsupported_message_type`; adding
+//! a feature means adding its module and its rows, nothing else.
+
+use std::sync::Arc;
+
+use aip_core::{Envelope, MessageBody, MessageType};
+use serde_json::Value;
+
+use crate::admission::ActionRequest;
+use crate::caller::Caller;
+use crate::error::RuntimeError;
+use crate::reply::Reply;
+use crate::runtime::Runtime;
+
+/// Which envelopes an entry point accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Accept {
+    /// Any message type the runtime serves (`POST /aip/v1/messages`, WebSocket, NATS).
+    AnyMessage,
+    /// Actions only (`POST /aip/v1/actions`).
+    ActionsOnly,
+}
+
+/// The message types this runtime serves, in registry order (what the dispatch table has rows for).
+pub const SERVED: &[MessageType] = &[
+    MessageType::Handshake,
+    MessageType::Action,
+    MessageType::Cancel,
+    MessageType::Heartbeat,
+    MessageType::ActionStatusRequest,
+    MessageType::ActionResultRequest,
+    MessageType::ActionListRequest,
+    MessageType::ActionEventsRequest,
+    MessageType::SessionRequest,
+    MessageType::SessionListRequest,
+    MessageType::SessionCloseRequest,
+    MessageType::SessionResumeRequest,
+    MessageType::ManifestRequest,
+    MessageType::EventStreamRequest,
+    MessageType::ReceiptQueryRequest,
+    MessageType::AuditQueryRequest,
+];
+
+impl Runtime {
+    /// Decodes, authenticates and serves one native envelope (spec 20.1). Never panics; every
+    /// rejection is an `aip.core.v1.error` envelope with its typed code.
+    pub async fn handle(self: &Arc<Self>, caller: &Caller, bytes: &[u8], accept: Accept) -> Reply {
+        match aip_core::decode_envelope_value(bytes, self.decode_limits()) {
+            Ok((envelope, raw)) => self.handle_decoded(caller, &envelope, &raw, accept).await,
+            Err(err) => Reply::error(None, &RuntimeError::Decode(err)),
+        }
+    }
+
+    /// [`Runtime::handle`] for an envelope a binding has already decoded (with
+    /// [`aip_core::decode_envelope_value`] under [`Runtime::decode_limits`]): `raw` is the JSON as
+    /// received, which signature checks hash.
+    pub async fn handle_decoded(
+        self: &Arc<Self>,
+        caller: &Caller,
+        envelope: &Envelope,
+        raw: &Value,
+        accept: Accept,
+    ) -> Reply {
+        match self.serve(caller, envelope, raw, accept).await {
+            Ok(reply) => reply,
+            Err(err) => Reply::error(Some(envelope), &err),
+        }
+    }
+
+    async fn serve(
+        self: &Arc<Self>,
+        caller: &Caller,
+        envelope: &Envelope,
+        raw: &Value,
+        accept: Accept,
+    ) -> Result<Reply, RuntimeError> {
+        if accept == Accept::ActionsOnly && !matches!(envelope.body, MessageBody::Action(_)) {
+            return Err(RuntimeError::UnsupportedMessage(format!(
+                "{} on an actions-only endpoint",
+                envelope.message_type.as_str()
+            )));
+        }
+        let caller = &self.authenticate_envelope(caller, envelope, raw).await?;
+        let request = envelope;
+        use MessageBody as B;
+        Ok(match &envelope.body {
+            B::Handshake(b) => crate::session::serve_handshake(self, caller, request, b).await?,
+            B::Action(b) => {
+                let submitted = self
+                    .submit_action(caller, ActionRequest::from_envelope(request, b))
+                    .await?;
+                crate::action::reply(request, submitted)
+            }
+            B::Cancel(b) => crate::action::cancel::serve(self, caller, request, b).await?,
+            B::Heartbeat(b) => crate::session::heartbeat(request, b),
+            B::ActionStatusRequest(b) => Reply::done(
+                request,
+                B::ActionStatus(self.read_action_status(caller, b).await?),
+            ),
+            B::ActionResultRequest(b) => Reply::done(
+                request,
+                B::ActionResult(self.read_action_result(caller, b).await?),
+            ),
+            B::ActionListRequest(b) => Reply::done(
+                request,
+                B::ActionList(self.read_action_list(caller, b).await?),
+            ),
+            B::ActionEventsRequest(b) => Reply::done(
+                request,
+                B::ActionEvents(self.read_action_events(caller, b, None).await?),
+            ),
+            B::SessionRequest(b) => {
+                Reply::done(request, B::SessionView(self.read_session(caller, b).await?))
+            }
+            B::SessionListRequest(b) => Reply::done(
+                request,
+                B::SessionList(self.read_sessions(caller, b).await?),
+            ),
+            B::SessionCloseRequest(b) => Reply::done(
+                request,
+                B::SessionView(
+                    self.close_session(caller, b.session_id.as_str(), b.reason.as_deref())
+                        .await?,
+                ),
+            ),
+            B::SessionResumeRequest(b) => Reply::done(
+                request,
+                B::SessionResume(self.read_resume(caller, b).await?),
+            ),
+            B::ManifestRequest(b) => Reply::done(
+                request,
+                B::Manifest(self.manifest(caller, b.filter.as_ref(), &b.profiles)),
+            ),
+            B::EventStreamRequest(b) => Reply::done(
+                request,
+                B::EventStream(self.read_events(caller, b, None).await?),
+            ),
+            B::ReceiptQueryRequest(b) => Reply::done(
+                request,
+                B::ReceiptChain(self.read_receipts(caller, b).await?),
+            ),
+            B::AuditQueryRequest(b) => Reply::done(
+                request,
+                B::AuditQueryResult(self.read_audit(caller, b).await?),
+            ),
+            other => {
+                return Err(RuntimeError::UnsupportedMessage(
+                    other.message_type().as_str().to_owned(),
+                ));
+            }
+        })
+    }
+}

@@ -1,0 +1,78 @@
+//! Events and audit records the runtime writes (spec 16.1, 18.3): every event is built here, with the
+//! audience it is safe for.
+
+use aip_core::{Principal, PrincipalId, PrincipalKind};
+use aip_store::{ActionRecord, NewAudit, NewEvent};
+use serde_json::Value;
+
+use crate::caller::Caller;
+use crate::runtime::Runtime;
+
+/// One event for the audience `(tenant, principal)`.
+pub(crate) fn new_event(
+    kind: &str,
+    (tenant, principal): (&str, &str),
+    session_id: Option<String>,
+    action_id: Option<String>,
+    correlation_id: Option<String>,
+    (data, now): (Value, i64),
+) -> NewEvent {
+    NewEvent {
+        event_id: aip_core::EventId::generate().0,
+        kind: kind.to_owned(),
+        tenant: tenant.to_owned(),
+        principal: Some(principal.to_owned()),
+        session_id,
+        action_id,
+        correlation_id,
+        occurred_at_ms: now,
+        data,
+    }
+}
+
+/// An event of a stored action, addressed to its owner.
+pub(crate) fn action_event(kind: &str, record: &ActionRecord, data: Value, now: i64) -> NewEvent {
+    new_event(
+        kind,
+        (&record.tenant, &record.principal),
+        record.session_id.clone(),
+        Some(record.action_id.clone()),
+        record.correlation_id.clone(),
+        (data, now),
+    )
+}
+
+/// A principal with no more than an id and kind (actors of receipts, events and audit views).
+pub(crate) fn bare_principal(id: &str, kind: PrincipalKind) -> Principal {
+    Principal {
+        id: PrincipalId::new(id),
+        kind,
+        display_name: None,
+        trust_domain: None,
+        did: None,
+        external_refs: Vec::new(),
+        delegated_authority: Vec::new(),
+        auth_context: None,
+    }
+}
+
+impl Runtime {
+    /// Appends an audit record of `caller`'s request. Best effort: the request it records has
+    /// already been committed, and a lost audit line must not fail it.
+    pub(crate) async fn record_audit(&self, caller: &Caller, label: &str, now: i64, data: Value) {
+        let appended = self
+            .store()
+            .append_audit(NewAudit {
+                audit_id: aip_core::generate_with_prefix("aud_"),
+                tenant: caller.tenant.clone(),
+                actor: caller.id.clone(),
+                action_label: label.into(),
+                occurred_at_ms: now,
+                data,
+            })
+            .await;
+        if let Err(err) = appended {
+            tracing::warn!(label, error = %err, "audit record not written");
+        }
+    }
+}

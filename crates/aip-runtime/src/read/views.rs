@@ -1,0 +1,104 @@
+//! Wire views of stored records (spec 16). Stored data that does not decode is corruption and an
+//! error, never a default: a reader must not be shown an invented state, time or receipt.
+
+use std::collections::BTreeMap;
+
+use aip_core::{
+    ActionId, ActionLifecycleState, ActionStatus, CapabilityId, CorrelationId, Event, EventId,
+    PrincipalKind, Receipt, ReceiptChain, SessionId, Timestamp,
+};
+use aip_store::{ActionRecord, EventRecord, ReceiptRecord, StoreError};
+use serde_json::Value;
+
+use crate::action::result;
+use crate::error::RuntimeError;
+use crate::events::bare_principal;
+
+/// An action's status view; links are the binding's to add.
+pub(crate) fn status(
+    record: &ActionRecord,
+    include_result: bool,
+    receipt_chain: Option<ReceiptChain>,
+) -> Result<ActionStatus, RuntimeError> {
+    let state: ActionLifecycleState =
+        serde_json::from_value(Value::String(record.state.as_str().to_owned()))
+            .map_err(|e| corrupt(format!("action state {}: {e}", record.state)))?;
+    let result = result::stored(record)?;
+    Ok(ActionStatus {
+        action_id: ActionId::new(record.action_id.clone()),
+        capability_id: Some(CapabilityId::new(record.capability.clone())),
+        session_id: record.session_id.clone().map(SessionId::new),
+        correlation_id: record.correlation_id.clone().map(CorrelationId::new),
+        state,
+        queued_state: None,
+        result_status: result.as_ref().map(|r| r.status),
+        approval_id: None,
+        transaction_id: None,
+        delegation_id: None,
+        started_at: Some(ts(record.created_at_ms)?),
+        updated_at: ts(record.updated_at_ms)?,
+        completed_at: if record.state.is_terminal() {
+            Some(ts(record.updated_at_ms)?)
+        } else {
+            None
+        },
+        retry: None,
+        lease: None,
+        result: if include_result { result } else { None },
+        receipt_chain,
+        chunks: Vec::new(),
+        links: BTreeMap::new(),
+    })
+}
+
+/// The wire form of a stored event.
+pub(crate) fn event(e: &EventRecord) -> Result<Event, RuntimeError> {
+    Ok(Event {
+        id: EventId::new(e.event_id.clone()),
+        kind: e.kind.clone(),
+        occurred_at: ts(e.occurred_at_ms)?,
+        session_id: e.session_id.clone().map(SessionId::new),
+        action_id: e.action_id.clone().map(ActionId::new),
+        correlation_id: e.correlation_id.clone().map(CorrelationId::new),
+        actor: e
+            .principal
+            .as_deref()
+            .map(|p| bare_principal(p, PrincipalKind::Service)),
+        data: Some(e.data.clone()),
+    })
+}
+
+/// The wire form of stored events.
+pub(crate) fn events(records: &[EventRecord]) -> Result<Vec<Event>, RuntimeError> {
+    records.iter().map(event).collect()
+}
+
+/// A receipt chain with its root hash (spec 18.2).
+pub(crate) fn chain(
+    chain_id: &str,
+    records: &[ReceiptRecord],
+) -> Result<ReceiptChain, RuntimeError> {
+    let receipts = records
+        .iter()
+        .map(|r| {
+            serde_json::from_value::<Receipt>(r.body.clone())
+                .map_err(|e| corrupt(format!("receipt {}: {e}", r.receipt_id)))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let root_hash = (!records.is_empty())
+        .then(|| aip_core::receipts::root_hash(records.iter().map(|r| r.hash.as_str())));
+    Ok(ReceiptChain {
+        chain_id: chain_id.to_owned(),
+        receipts,
+        root_hash,
+    })
+}
+
+/// A stored epoch-millisecond time on the wire.
+pub(crate) fn ts(ms: i64) -> Result<Timestamp, RuntimeError> {
+    Timestamp::from_unix_millis(ms).ok_or_else(|| corrupt(format!("timestamp {ms}")))
+}
+
+pub(crate) fn corrupt(what: String) -> RuntimeError {
+    RuntimeError::Storage(StoreError::Corrupt(what))
+}

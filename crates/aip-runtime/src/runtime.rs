@@ -1,0 +1,179 @@
+//! The runtime's one struct: its store, admitted capabilities, trusted configuration and the few
+//! process-local services features share. Only this file touches `Runtime`'s fields; features reach
+//! them through the accessors below.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use aip_core::{Principal, ProfileId};
+use aip_store::{Store, WorkerId};
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::admission::policy::{PolicyGate, ScopePolicy};
+use crate::error::RuntimeError;
+use crate::registry::Registry;
+
+/// Settings the runtime takes from trusted configuration.
+#[derive(Debug, Clone)]
+pub struct RuntimeConfig {
+    /// The provider principal (manifest `agent`, actor of runtime receipts).
+    pub agent: Principal,
+    /// Deadline of an action without `timeout_ms`.
+    pub default_timeout_ms: u64,
+    /// Largest accepted `timeout_ms`.
+    pub max_timeout_ms: u64,
+    /// Largest list page (1..=1000).
+    pub max_list_limit: u32,
+    /// Page size when the client names none.
+    pub default_list_limit: u32,
+    /// Longest bounded wait (≤ 30000 ms).
+    pub max_wait_ms: u64,
+    /// Workers per job queue.
+    pub async_workers: u32,
+    /// Lease length of claimed work.
+    pub lease_ms: u64,
+    /// Envelope authenticity and replay policy (spec 22.2-22.3).
+    pub signatures: SignaturePolicy,
+    /// Bounds on decoded envelopes.
+    pub decode_limits: aip_core::Limits,
+    /// Limits advertised in the manifest.
+    pub manifest_limits: Value,
+    /// The profiles this node serves: the bindings that are enabled register theirs (spec 23.3). The
+    /// manifest and the handshake advertise and negotiate exactly these.
+    pub profiles: Vec<ProfileId>,
+}
+
+/// Spec 22.2-22.3 settings.
+#[derive(Debug, Clone, Default)]
+pub struct SignaturePolicy {
+    /// Refuse unsigned envelopes.
+    pub require_signed: bool,
+    /// Largest accepted `|sent_at - now|`, for every envelope, signed or not.
+    pub max_skew_ms: u64,
+    /// How long message ids stay claimed.
+    pub replay_window_ms: u64,
+    /// did:key → id of the principal it speaks for.
+    pub trusted_signers: HashMap<String, String>,
+}
+
+/// The AIP runtime over one store.
+pub struct Runtime {
+    store: Arc<dyn Store>,
+    registry: Registry,
+    config: RuntimeConfig,
+    policy: Arc<dyn PolicyGate>,
+    running: Mutex<HashMap<String, CancellationToken>>,
+    worker_id: WorkerId,
+    work_ready: Notify,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("worker_id", &self.worker_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// A runtime over `store` with an admitted capability `registry` and the default policy gate
+    /// (configured scopes; approval-gated capabilities refused). Call [`Runtime::start`] to recover
+    /// unfinished work and run the workers.
+    pub fn new(store: Arc<dyn Store>, registry: Registry, config: RuntimeConfig) -> Arc<Self> {
+        Self::with_policy(store, registry, config, Arc::new(ScopePolicy))
+    }
+
+    /// [`Runtime::new`] with another admission policy gate (spec 11.3 step 8).
+    pub fn with_policy(
+        store: Arc<dyn Store>,
+        registry: Registry,
+        config: RuntimeConfig,
+        policy: Arc<dyn PolicyGate>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            registry,
+            config,
+            policy,
+            running: Mutex::new(HashMap::new()),
+            worker_id: WorkerId::fresh(),
+            work_ready: Notify::new(),
+            shutdown: CancellationToken::new(),
+        })
+    }
+
+    /// Recover work a crash left unfinished, then start the workers of every job kind.
+    pub async fn start(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        self.recover().await?;
+        crate::worker::start(self, Arc::new(crate::action::job::ActionJobs));
+        Ok(())
+    }
+
+    /// Stop claiming new work (in-flight leases lapse and are re-claimed after restart).
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    /// The bounds every envelope is decoded under (bindings that decode first use the same).
+    pub fn decode_limits(&self) -> &aip_core::Limits {
+        &self.config.decode_limits
+    }
+
+    /// The store (for readiness probes).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The longest bounded wait a read may ask for (streams poll within it).
+    pub fn max_wait_ms(&self) -> u64 {
+        self.config.max_wait_ms
+    }
+
+    /// The profiles this node serves (spec 23.3).
+    pub fn profiles(&self) -> &[ProfileId] {
+        &self.config.profiles
+    }
+
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    pub(crate) fn config(&self) -> &RuntimeConfig {
+        &self.config
+    }
+
+    pub(crate) fn policy(&self) -> &dyn PolicyGate {
+        self.policy.as_ref()
+    }
+
+    pub(crate) fn worker_id(&self) -> &WorkerId {
+        &self.worker_id
+    }
+
+    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Wakes a worker: work was queued or a cancellation recorded.
+    pub(crate) fn notify_work(&self) {
+        self.work_ready.notify_one();
+    }
+
+    pub(crate) fn work_ready(&self) -> &Notify {
+        &self.work_ready
+    }
+
+    /// Lease length of claimed (and sync) work.
+    pub(crate) fn lease_ms(&self) -> i64 {
+        i64::try_from(self.config.lease_ms).unwrap_or(30_000)
+    }
+
+    /// Cancellation tokens of the handlers running on this node, by action id.
+    pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
+        // A poisoned lock only means another task panicked mid-insert; the map itself stays usable.
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
