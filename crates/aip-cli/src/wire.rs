@@ -6,9 +6,10 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aip_core::receipts::{DocumentError, HashForm, verify_document};
+use aip_core::receipts::{DocumentError, HashForm};
 use aip_core::signing::{self, Ed25519SigningKey};
 use aip_core::{DecodeError, Limits, decode_envelope_value};
+use aip_receipt_verify::verify_document;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use clap::{Args, Subcommand};

@@ -1,7 +1,8 @@
 //! The native NATS binding of `aip serve` (issue 6, spec 20.4), spoken to by an independent plain
 //! async-nats client: request/reply with the `TransportMessage` wrapper and bare envelopes, the standard
 //! headers, per-message authorization, and two nodes sharing the load in one queue group. Needs
-//! `AIP_TEST_NATS_URL` (SKIP notice otherwise); every test uses its own trust domain, so its own subjects.
+//! `AIP_TEST_NATS_URL` (SKIP notice otherwise; a failure under `CI=true`); every test uses its own
+//! trust domain, so its own subjects.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -12,14 +13,48 @@ use std::time::Duration;
 
 use async_nats::HeaderMap;
 use serde_json::{Value, json};
-use support::{Server, envelope, id, token_file};
+use support::{Server, envelope, id, skip_or_fail, token_file};
 
+/// `AIP_TEST_NATS_URL`, or `None` after a SKIP notice when it is unset or nothing listens there;
+/// under `CI=true` either fails the test ([`skip_or_fail`]).
 fn nats_url(test: &str) -> Option<String> {
-    let url = std::env::var("AIP_TEST_NATS_URL").ok();
-    if url.is_none() {
-        eprintln!("SKIP: AIP_TEST_NATS_URL is not set; {test} needs a NATS server");
+    let Ok(url) = std::env::var("AIP_TEST_NATS_URL") else {
+        skip_or_fail(&format!(
+            "AIP_TEST_NATS_URL is not set; {test} needs a NATS server"
+        ));
+        return None;
+    };
+    if let Err(e) = listening(&url) {
+        skip_or_fail(&format!(
+            "no NATS server answers at AIP_TEST_NATS_URL ({e}); {test} needs one"
+        ));
+        return None;
     }
-    url
+    Some(url)
+}
+
+/// Connects over TCP to the first server of a `nats://[user@]host[:port][,...]` URL.
+fn listening(url: &str) -> std::io::Result<()> {
+    use std::net::ToSocketAddrs;
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let server = rest.split([',', '/', '?']).next().unwrap_or_default();
+    let host_port = server.rsplit_once('@').map_or(server, |(_, hp)| hp);
+    let host_port = if host_port
+        .rsplit_once(']')
+        .map_or(host_port, |(_, p)| p)
+        .contains(':')
+    {
+        host_port.to_owned()
+    } else {
+        format!("{host_port}:4222")
+    };
+    let addr = host_port.to_socket_addrs()?.next().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("{host_port}: no address"),
+        )
+    })?;
+    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map(drop)
 }
 
 /// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo, sleep and count.
@@ -459,10 +494,13 @@ struct PrivateNats {
 }
 
 impl PrivateNats {
-    /// `None` (after a SKIP notice) when the binary is absent.
+    /// `None` (after a SKIP notice) when the binary is absent; under `CI=true` that fails the
+    /// test ([`skip_or_fail`]).
     fn start(dir: &Path, config: &str) -> Option<Self> {
         if !Path::new(NATS_SERVER).exists() {
-            eprintln!("SKIP: {NATS_SERVER} is absent; the NATS connection-option tests need it");
+            skip_or_fail(&format!(
+                "{NATS_SERVER} is absent; the NATS connection-option tests need it"
+            ));
             return None;
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -1,5 +1,6 @@
 //! `aip serve --database postgres://…` (issue 6): the runtime on PostgreSQL, and a changed migration
-//! that stops the server with a clear error. Needs `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise).
+//! that stops the server with a clear error. Needs `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a
+//! failure under `CI=true`).
 #![allow(clippy::unwrap_used)]
 
 mod cluster;

@@ -51,7 +51,6 @@ pub mod manifest;
 mod num;
 pub mod principal;
 pub mod receipt;
-mod receipt_bytes;
 pub mod receipts;
 pub mod registry;
 pub mod retry;

@@ -1,5 +1,6 @@
 //! The shared store suite: every case runs against SQLite (`sqlite::…`) and PostgreSQL
-//! (`postgres::…`, skipped with a notice when `AIP_TEST_POSTGRES_URL` is unset).
+//! (`postgres::…`, skipped with a notice when `AIP_TEST_POSTGRES_URL` is unset, failing instead
+//! under `CI=true`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod harness;

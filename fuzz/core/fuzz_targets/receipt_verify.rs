@@ -15,9 +15,9 @@
 
 use aip_core::receipts::{
     DocumentError, HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form,
-    root_hash, verify_document, verify_document_fast, verify_document_fast_split,
-    verify_document_reference,
+    root_hash, verify_document_reference,
 };
+use aip_receipt_verify::{verify_document, verify_document_fast, verify_document_fast_split};
 use libfuzzer_sys::fuzz_target;
 use sha2::{Digest, Sha256};
 use serde_json::Value;

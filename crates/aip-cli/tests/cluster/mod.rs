@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 
 use sqlx::{AssertSqlSafe, Connection as _};
 
-use crate::support::{Server, id};
+use crate::support::{Server, id, skip_or_fail};
 
 /// A database of its own for one test; dropped (forcibly) on `drop`.
 pub struct TestDb {
@@ -19,15 +19,26 @@ pub struct TestDb {
 }
 
 impl TestDb {
-    /// `None` (after printing a SKIP notice) when `AIP_TEST_POSTGRES_URL` is unset.
+    /// `None` (after printing a SKIP notice) when `AIP_TEST_POSTGRES_URL` is unset or PostgreSQL
+    /// does not answer there; under `CI=true` either fails the test ([`skip_or_fail`]).
     pub async fn create(test: &str) -> Option<TestDb> {
         let Ok(admin_url) = std::env::var("AIP_TEST_POSTGRES_URL") else {
-            eprintln!("SKIP: AIP_TEST_POSTGRES_URL is not set; {test} needs PostgreSQL");
+            skip_or_fail(&format!(
+                "AIP_TEST_POSTGRES_URL is not set; {test} needs PostgreSQL"
+            ));
             return None;
         };
         // No `aip_` in the name: the support module refuses stdout lines that look like tokens.
         let name = id("scale_").to_ascii_lowercase();
-        let mut admin = sqlx::PgConnection::connect(&admin_url).await.unwrap();
+        let mut admin = match sqlx::PgConnection::connect(&admin_url).await {
+            Ok(admin) => admin,
+            Err(e) => {
+                skip_or_fail(&format!(
+                    "PostgreSQL at AIP_TEST_POSTGRES_URL does not answer ({e}); {test} needs it"
+                ));
+                return None;
+            }
+        };
         sqlx::query(AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&mut admin)
             .await

@@ -1,9 +1,9 @@
-//! The fast path of [`crate::receipts::verify_document`]: receipt-chain verification over the
+//! The fast path of [`crate::verify_document`]: receipt-chain verification over the
 //! received bytes (spec 18.2).
 //!
 //! Canonicalising every receipt through a `serde_json::Value` costs several times the SHA-256 of the
-//! same bytes. Receipts produced by this crate (and most senders) are already in the canonical form
-//! of [`crate::canonical`]: compact, members sorted by name bytes, serde_json's string and number
+//! same bytes. Receipts produced by aip-core (and most senders) are already in the canonical form
+//! of [`aip_core::canonical`]: compact, members sorted by name bytes, serde_json's string and number
 //! encoding. For such a receipt the hashed bytes are the received bytes minus the `hash` member, so
 //! the verifier scans each receipt once, checks that it is canonical, and hashes the bytes around
 //! the `hash` member as they stand (a receipt off only in its top-level member order is hashed from
@@ -17,7 +17,7 @@
 //! not canonical is re-canonicalised through the reference code; bytes that are not JSON, duplicate
 //! members that select the chain, a bad hash, link or root, escapes it does not vet — makes it give
 //! up ([`Bail`]) so the reference path decides, which keeps the verdicts, the roots and the first
-//! broken index identical to [`crate::receipts::verify_chain_value`] by construction.
+//! broken index identical to [`aip_core::receipts::verify_chain_value`] by construction.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,7 +25,9 @@ use std::sync::{Mutex, mpsc};
 
 use serde_json::Value;
 
-use crate::receipts::{HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form};
+use aip_core::receipts::{
+    HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form,
+};
 
 /// The fast path cannot decide; the reference path must.
 #[derive(Debug)]

@@ -6,8 +6,9 @@
 
 use aip_core::receipts::{
     DocumentError, HashForm, receipt_value_hash, receipt_value_hash_null_form, root_hash,
-    verify_document, verify_document_fast, verify_document_fast_split, verify_document_reference,
+    verify_document_reference,
 };
+use aip_receipt_verify::{verify_document, verify_document_fast, verify_document_fast_split};
 use proptest::prelude::*;
 use serde_json::{Map, Number, Value, json};
 
@@ -415,6 +416,34 @@ fn canonical_chains_take_the_fast_path_and_match_the_reference_root() {
     assert_eq!(
         outcome(&Ok(fast)),
         outcome(&verify_document_reference(&bytes, HashForm::Omit))
+    );
+}
+
+#[test]
+fn a_chain_built_by_aip_core_takes_the_fast_path() {
+    // Every optional member of the receipt and its actor set, so each nested type's order counts.
+    let receipt: aip_core::Receipt = serde_json::from_value(json!({
+        "id": "rcpt_1", "receipt_type": "action_accepted", "occurred_at": "2026-07-14T08:30:00Z",
+        "correlation_id": "corr_1", "data": {"z": 1, "a": [2]},
+        "actor": {
+            "id": "service:gw", "kind": "service", "display_name": "Gateway",
+            "trust_domain": "example.com", "did": "did:key:z6Mk",
+            "external_refs": [{"id": "u1", "system": "crm", "type": "user"}],
+            "delegated_authority": [{"principal_id": "user:1", "scopes": ["actions:read"],
+                "expires_at": "2026-07-15T08:30:00Z", "reason": "on call"}],
+            "auth_context": {"z": 1, "a": [2]}
+        }
+    }))
+    .unwrap();
+    let mut builder = aip_core::receipts::ChainBuilder::new("chain_1");
+    for _ in 0..3 {
+        builder.push(receipt.clone());
+    }
+    let chain = builder.finish();
+    let bytes = serde_json::to_vec(&chain).unwrap();
+    assert_eq!(
+        verify_document_fast(&bytes, HashForm::Omit).map(|v| v.root_hash),
+        chain.root_hash
     );
 }
 
