@@ -412,3 +412,32 @@ async fn metrics_count_admitted_actions() {
     assert!(text.contains("aip_actions_admitted_total"), "{text}");
     assert!(text.contains("aip_http_requests_total"));
 }
+
+#[tokio::test]
+async fn a_sync_action_whose_client_disconnects_runs_to_completion_and_its_result_stays_readable() {
+    let (_dir, server) = start();
+    let admin = server.admin();
+    let action_id = id("act_");
+    let body = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": action_id, "capability_id": "cap:demo:sleep", "mode": "sync", "input": { "ms": 1500 } } }),
+    );
+    // The client gives up long before the handler finishes and drops the connection.
+    let impatient = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(std::time::Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let sent = impatient
+        .post(format!("http://{}/aip/v1/actions", server.base))
+        .bearer_auth(&server.admin_token)
+        .header("content-type", "application/aip+json")
+        .body(body.to_string())
+        .send()
+        .await;
+    assert!(sent.is_err(), "the client timed out");
+    // HTTP connection loss does not cancel admitted work (spec 20.1).
+    let view = admin.wait_terminal(&action_id).await;
+    assert_eq!(view["state"], "completed", "{view}");
+    assert_eq!(view["result"]["output"], json!({ "slept_ms": 1500 }));
+}

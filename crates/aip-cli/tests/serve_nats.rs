@@ -840,3 +840,73 @@ async fn a_nats_server_in_operator_mode_is_served_with_a_credentials_file_and_a_
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_handshake_over_nats_negotiates_the_nats_profile_and_the_manifest_names_every_enabled_binding()
+ {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}.example", id(""));
+    let server = start_node(dir.path(), &url, &domain);
+    let client = async_nats::connect(&url).await.unwrap();
+    let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+
+    let hello = envelope(
+        "aip.core.v1.handshake",
+        json!({ "handshake": { "client": { "id": "svc:nats", "kind": "service" }, "purpose": "nats", "profiles": ["aip.native.nats.v1"] } }),
+    );
+    let (_, reply) = request(
+        &client,
+        format!("{prefix}.aip_core_v1_handshake"),
+        &hello,
+        true,
+    )
+    .await;
+    let response = &reply["envelope"]["body"]["handshake_response"];
+    assert_eq!(response["status"], "accepted", "{reply}");
+    assert_eq!(response["agreed_profiles"], json!(["aip.native.nats.v1"]));
+
+    // A profile the node does not serve is not agreed to.
+    let mcp = envelope(
+        "aip.core.v1.handshake",
+        json!({ "handshake": { "client": { "id": "svc:nats", "kind": "service" }, "purpose": "nats", "profiles": ["aip.mcp.compat.v1"] } }),
+    );
+    let (_, reply) = request(
+        &client,
+        format!("{prefix}.aip_core_v1_handshake"),
+        &mcp,
+        true,
+    )
+    .await;
+    let response = &reply["envelope"]["body"]["handshake_response"];
+    assert_eq!(response["status"], "rejected", "{reply}");
+
+    let ask = envelope(
+        "aip.discovery.v1.manifest_request",
+        json!({ "manifest_request": {} }),
+    );
+    let (_, reply) = request(
+        &client,
+        format!("{prefix}.aip_discovery_v1_manifest_request"),
+        &ask,
+        true,
+    )
+    .await;
+    assert_eq!(
+        reply["envelope"]["body"]["manifest"]["profiles"],
+        json!([
+            "aip.native.http.v1",
+            "aip.sse.stream.v1",
+            "aip.websocket.stream.v1",
+            "aip.native.nats.v1"
+        ]),
+        "{reply}"
+    );
+    let (_, http_manifest) = server.admin().get("/aip/v1/manifest").await;
+    assert_eq!(
+        http_manifest["profiles"],
+        reply["envelope"]["body"]["manifest"]["profiles"]
+    );
+}

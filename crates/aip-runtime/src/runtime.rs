@@ -34,6 +34,8 @@ pub struct RuntimeConfig {
     pub async_workers: u32,
     /// Lease length of claimed work.
     pub lease_ms: u64,
+    /// Claims of an action's job before it is given up (`dead_lettered`); at least 1.
+    pub max_attempts: u32,
     /// Envelope authenticity and replay policy (spec 22.2-22.3).
     pub signatures: SignaturePolicy,
     /// Bounds on decoded envelopes.

@@ -110,3 +110,23 @@ fn two_capabilities_with_one_id_are_refused() {
     let err = Registry::admit(vec![(c.clone(), Arc::clone(&echo)), (c, echo)]).unwrap_err();
     assert!(matches!(err, AdmissionError::Duplicate(_)));
 }
+
+#[test]
+fn capability_schemas_beyond_the_schema_bounds_are_refused_with_a_typed_code() {
+    let echo: Arc<dyn ActionHandler> = Arc::new(EchoHandler);
+    let mut deep = json!({ "type": "object" });
+    for _ in 0..40 {
+        deep = json!({ "type": "object", "properties": { "a": deep } });
+    }
+    let mut cap = capability(contract(&["read"], false, false));
+    cap.input_schema = deep;
+    let err = Registry::admit(vec![(cap, Arc::clone(&echo))]).unwrap_err();
+    assert!(
+        err.to_string().contains("aip.schema.too_deep"),
+        "names the bound: {err}"
+    );
+    let mut cap = capability(contract(&["read"], false, false));
+    cap.output_schema = Some(json!({ "type": "string", "description": "x".repeat(300_000) }));
+    let err = Registry::admit(vec![(cap, echo)]).unwrap_err();
+    assert!(err.to_string().contains("aip.schema.too_large"), "{err}");
+}

@@ -92,6 +92,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         max_wait_ms: limits.max_wait_ms,
         async_workers: limits.async_workers,
         lease_ms: limits.lease_ms,
+        max_attempts: limits.job_max_attempts,
         signatures: SignaturePolicy {
             require_signed: config.security.require_signed_envelopes,
             max_skew_ms: config.security.max_clock_skew_ms,

@@ -112,6 +112,9 @@ pub struct Limits {
     /// Lease length of a claimed async action in milliseconds.
     #[serde(default = "default_lease_ms")]
     pub lease_ms: u64,
+    /// Claims of an action's job before it is given up (`dead_lettered`), 1..=100.
+    #[serde(default = "default_job_max_attempts")]
+    pub job_max_attempts: u32,
     /// Idle time after which an SSE/WebSocket stream gets a `heartbeat` event (100..=60000 ms).
     #[serde(default = "default_stream_heartbeat_ms")]
     pub stream_heartbeat_ms: u64,
@@ -306,6 +309,11 @@ impl Config {
                 "limits.async_workers must be within 1..=1024".into(),
             ));
         }
+        if l.job_max_attempts == 0 || l.job_max_attempts > 100 {
+            return Err(ConfigError::Invalid(
+                "limits.job_max_attempts must be within 1..=100".into(),
+            ));
+        }
         if l.lease_ms < 1000 {
             return Err(ConfigError::Invalid(
                 "limits.lease_ms must be at least 1000".into(),
@@ -382,6 +390,7 @@ impl Default for Limits {
             max_action_timeout_ms: default_max_action_timeout_ms(),
             async_workers: default_workers(),
             lease_ms: default_lease_ms(),
+            job_max_attempts: default_job_max_attempts(),
             stream_heartbeat_ms: default_stream_heartbeat_ms(),
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
             stream_buffer_events: default_stream_buffer_events(),
@@ -461,6 +470,9 @@ fn default_max_action_timeout_ms() -> u64 {
 }
 fn default_workers() -> u32 {
     8
+}
+fn default_job_max_attempts() -> u32 {
+    5
 }
 fn default_lease_ms() -> u64 {
     30_000
@@ -586,6 +598,9 @@ mod tests {
             }),
             ("AIP_LIMITS__LEASE_MS", "9000", |c| {
                 c.limits.lease_ms == 9_000
+            }),
+            ("AIP_LIMITS__JOB_MAX_ATTEMPTS", "2", |c| {
+                c.limits.job_max_attempts == 2
             }),
             ("AIP_LIMITS__STREAM_HEARTBEAT_MS", "1000", |c| {
                 c.limits.stream_heartbeat_ms == 1_000

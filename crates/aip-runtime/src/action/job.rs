@@ -10,8 +10,8 @@ use aip_store::{ActionRecord, ActionState, Lease, StoreError, Transition};
 use async_trait::async_trait;
 use serde_json::json;
 
+use crate::action::ACTION_QUEUE;
 use crate::action::result;
-use crate::action::{ACTION_QUEUE, MAX_ATTEMPTS};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::events::action_event;
@@ -39,7 +39,7 @@ impl JobKind for ActionJobs {
     async fn failed(&self, runtime: &Arc<Runtime>, lease: &Lease, error: RuntimeError) {
         let fence = &lease.fence;
         let now = now_ms();
-        if lease.attempt < MAX_ATTEMPTS {
+        if lease.attempt < runtime.config().max_attempts.max(1) {
             let backoff = Duration::from_secs(1 << lease.attempt.min(5)).min(MAX_BACKOFF);
             let retry_at = now.saturating_add(i64::try_from(backoff.as_millis()).unwrap_or(0));
             if let Err(err) = runtime

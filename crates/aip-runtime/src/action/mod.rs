@@ -22,8 +22,6 @@ use crate::runtime::Runtime;
 
 /// Queue name of queued (async and streaming) actions.
 pub const ACTION_QUEUE: &str = "actions";
-/// Claims of an action's job before it is dead-lettered.
-pub(crate) const MAX_ATTEMPTS: u32 = 5;
 
 /// What submitting an action produced (spec 11.4, 11.7).
 #[derive(Debug, Clone, PartialEq)]

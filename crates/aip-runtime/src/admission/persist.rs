@@ -11,7 +11,7 @@ use aip_store::{
 };
 use serde_json::{Value, json};
 
-use crate::action::{ACTION_QUEUE, MAX_ATTEMPTS};
+use crate::action::ACTION_QUEUE;
 use crate::admission::contract::Contract;
 use crate::admission::policy::PolicyDecision;
 use crate::admission::{ActionRequest, Admission, Admitted, Existing};
@@ -140,7 +140,7 @@ pub(crate) async fn admit(
             action_id: Some(action_id.clone()),
             tenant: caller.tenant.clone(),
             available_at_ms: now,
-            max_attempts: MAX_ATTEMPTS,
+            max_attempts: runtime.config().max_attempts.max(1),
             payload: json!({}),
         }),
         lease: (!queued).then(|| AdmissionLease {

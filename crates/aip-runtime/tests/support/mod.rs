@@ -195,6 +195,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         max_wait_ms: 30_000,
         async_workers,
         lease_ms,
+        max_attempts: 5,
         signatures: SignaturePolicy {
             require_signed: false,
             max_skew_ms: 300_000,
