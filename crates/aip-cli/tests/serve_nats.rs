@@ -13,49 +13,8 @@ use std::time::Duration;
 
 use async_nats::HeaderMap;
 use serde_json::{Value, json};
+use support::nats::{header, nats_url, request};
 use support::{Server, envelope, id, skip_or_fail, token_file};
-
-/// `AIP_TEST_NATS_URL`, or `None` after a SKIP notice when it is unset or nothing listens there;
-/// under `CI=true` either fails the test ([`skip_or_fail`]).
-fn nats_url(test: &str) -> Option<String> {
-    let Ok(url) = std::env::var("AIP_TEST_NATS_URL") else {
-        skip_or_fail(&format!(
-            "AIP_TEST_NATS_URL is not set; {test} needs a NATS server"
-        ));
-        return None;
-    };
-    if let Err(e) = listening(&url) {
-        skip_or_fail(&format!(
-            "no NATS server answers at AIP_TEST_NATS_URL ({e}); {test} needs one"
-        ));
-        return None;
-    }
-    Some(url)
-}
-
-/// Connects over TCP to the first server of a `nats://[user@]host[:port][,...]` URL.
-fn listening(url: &str) -> std::io::Result<()> {
-    use std::net::ToSocketAddrs;
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let server = rest.split([',', '/', '?']).next().unwrap_or_default();
-    let host_port = server.rsplit_once('@').map_or(server, |(_, hp)| hp);
-    let host_port = if host_port
-        .rsplit_once(']')
-        .map_or(host_port, |(_, p)| p)
-        .contains(':')
-    {
-        host_port.to_owned()
-    } else {
-        format!("{host_port}:4222")
-    };
-    let addr = host_port.to_socket_addrs()?.next().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::NotFound,
-            format!("{host_port}: no address"),
-        )
-    })?;
-    std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(3)).map(drop)
-}
 
 /// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo, sleep and count.
 fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
@@ -79,42 +38,6 @@ fn node_config(dir: &Path, url: &str, trust_domain: &str, extra: &str) -> PathBu
     )
     .unwrap();
     config
-}
-
-/// One request with the standard headers; returns the reply's headers and JSON payload.
-async fn request(
-    client: &async_nats::Client,
-    subject: String,
-    envelope: &Value,
-    wrapped: bool,
-) -> (HeaderMap, Value) {
-    let mut headers = HeaderMap::new();
-    headers.insert("AIP-Version", "1.0");
-    headers.insert(
-        "AIP-Message-Type",
-        envelope["message_type"].as_str().unwrap(),
-    );
-    headers.insert("AIP-Message-Id", envelope["message_id"].as_str().unwrap());
-    let payload = if wrapped {
-        json!({ "envelope": envelope, "metadata": { "client": "plain async-nats" } })
-    } else {
-        envelope.clone()
-    };
-    let reply = tokio::time::timeout(
-        Duration::from_secs(20),
-        client.request_with_headers(subject, headers, payload.to_string().into()),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    (
-        reply.headers.clone().unwrap_or_default(),
-        serde_json::from_slice(&reply.payload).unwrap(),
-    )
-}
-
-fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
-    headers.get(name).map(|v| v.as_str()).unwrap_or_default()
 }
 
 #[tokio::test]

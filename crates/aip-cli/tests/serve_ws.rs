@@ -6,54 +6,13 @@
 mod support;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::SinkExt;
 use serde_json::{Value, json};
+use support::ws::{Socket, connect, next_envelope, next_frame, send};
 use support::{Server, envelope, id, token_file};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::{Bytes, Message};
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
-async fn connect(server: &Server, token: &str) -> Socket {
-    let mut request = format!("ws://{}/aip/v1/ws", server.base)
-        .into_client_request()
-        .unwrap();
-    request
-        .headers_mut()
-        .insert("authorization", format!("Bearer {token}").parse().unwrap());
-    let (socket, response) = tokio_tungstenite::connect_async(request).await.unwrap();
-    assert_eq!(response.status(), 101);
-    socket
-}
-
-async fn send(socket: &mut Socket, envelope: &Value) {
-    socket
-        .send(Message::Text(envelope.to_string().into()))
-        .await
-        .unwrap();
-}
-
-/// The next frame within 20 s (no test waits on time otherwise).
-async fn next_frame(socket: &mut Socket) -> Option<Message> {
-    tokio::time::timeout(Duration::from_secs(20), socket.next())
-        .await
-        .expect("the connection stalled")
-        .map(|m| m.unwrap())
-}
-
-/// The next envelope, skipping control frames.
-async fn next_envelope(socket: &mut Socket) -> Value {
-    loop {
-        match next_frame(socket).await.expect("connection ended") {
-            Message::Text(text) => return serde_json::from_str(text.as_str()).unwrap(),
-            Message::Ping(_) | Message::Pong(_) => {}
-            other => panic!("unexpected frame {other:?}"),
-        }
-    }
-}
 
 fn streaming_action(action_id: &str, input: Value, correlation_id: &str) -> Value {
     let mut env = envelope(

@@ -50,7 +50,19 @@ impl Runtime {
     pub async fn handle(self: &Arc<Self>, caller: &Caller, bytes: &[u8], accept: Accept) -> Reply {
         match aip_core::decode_envelope_value(bytes, self.decode_limits()) {
             Ok((envelope, raw)) => self.handle_decoded(caller, &envelope, &raw, accept).await,
-            Err(err) => Reply::error(None, &RuntimeError::Decode(err)),
+            Err(err) => {
+                // Past the size and depth bounds the JSON is readable: the reply can name the
+                // request it answers.
+                let readable = !matches!(
+                    err,
+                    aip_core::DecodeError::Limit { .. }
+                        | aip_core::DecodeError::MalformedJson { .. }
+                );
+                let raw = readable
+                    .then(|| serde_json::from_slice::<Value>(bytes).ok())
+                    .flatten();
+                Reply::undecodable(raw.as_ref(), err)
+            }
         }
     }
 

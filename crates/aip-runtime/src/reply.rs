@@ -1,7 +1,11 @@
 //! What serving one envelope produced, independent of any transport: bindings map the outcome to
 //! their own signalling (an HTTP status, a NATS header, nothing on a WebSocket frame).
 
-use aip_core::{Envelope, ErrorBody, ErrorCode, MessageBody};
+use aip_core::{
+    CorrelationId, DecodeError, Envelope, ErrorBody, ErrorCode, MessageBody, MessageReference,
+    SessionId,
+};
+use serde_json::Value;
 
 use crate::error::RuntimeError;
 
@@ -56,6 +60,27 @@ impl Reply {
             outcome: Outcome::Refused(err.code()),
             envelope,
         }
+    }
+
+    /// The error for a request that did not decode. When its JSON was readable (`raw`, within the
+    /// decode limits), the reply still names the request it answers (`in_response_to`, correlation
+    /// and session ids), so a client can match it.
+    pub fn undecodable(raw: Option<&Value>, err: DecodeError) -> Self {
+        let mut reply = Self::error(None, &RuntimeError::Decode(err));
+        if let Some(raw) = raw {
+            let text = |member: &str| {
+                raw.get(member)
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty() && s.len() <= 256)
+            };
+            let envelope = &mut reply.envelope;
+            envelope.correlation_id = text("correlation_id").map(CorrelationId::new);
+            envelope.session_id = text("session_id").map(SessionId::new);
+            envelope.in_response_to = text("correlation_id")
+                .or_else(|| text("message_id"))
+                .map(MessageReference::new);
+        }
+        reply
     }
 
     /// The error code when the request was refused.

@@ -375,7 +375,10 @@ impl Service {
         let (form, decoded) = decode_request(message.payload.as_ref(), limits);
         let (envelope, raw) = match decoded {
             Ok(decoded) => decoded,
-            Err(err) => return (form, Reply::error(None, &RuntimeError::Decode(err)), None),
+            Err(err) => {
+                let raw = readable_request(message.payload.as_ref(), limits, &err);
+                return (form, Reply::undecodable(raw.as_ref(), err), None);
+            }
         };
         let refuse = |err: RuntimeError| (form, Reply::error(Some(&envelope), &err), None);
         let suffix = message
@@ -616,6 +619,25 @@ fn decode_request(
 }
 
 /// The envelope of a `TransportMessage`, or the value back when it is not one.
+/// The envelope JSON of a request that failed to decode past the size and depth bounds (so that
+/// the error can name the request it answers); `None` otherwise.
+fn readable_request(
+    payload: &[u8],
+    limits: &aip_core::Limits,
+    err: &aip_core::DecodeError,
+) -> Option<Value> {
+    use aip_core::DecodeError;
+    if matches!(
+        err,
+        DecodeError::Limit { .. } | DecodeError::MalformedJson { .. }
+    ) || payload.len() > limits.max_bytes
+    {
+        return None;
+    }
+    let value = serde_json::from_slice::<Value>(payload).ok()?;
+    Some(transport_envelope(value).unwrap_or_else(|bare| bare))
+}
+
 fn transport_envelope(value: Value) -> Result<Value, Value> {
     let is_transport = value.as_object().is_some_and(|object| {
         !object.contains_key("aip_version")

@@ -200,6 +200,9 @@ async fn action_status(
         include_chunks: p.include_chunks,
         wait_ms: p.wait_ms,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_action_status(&caller, &request)
@@ -235,6 +238,9 @@ async fn action_result(
         include_receipt: p.include_receipt,
         include_terminal_events: p.include_terminal_events,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(runtime(&state).read_action_result(&caller, &request).await)
 }
 
@@ -296,6 +302,9 @@ async fn action_events(
         include_chunks: p.include_chunks,
         follow: false,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_action_events(&caller, &request, p.wait_ms)
@@ -327,6 +336,9 @@ async fn events(
         limit: p.limit,
         kinds: split_kinds(p.kinds.as_deref()),
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_events(&caller, &request, p.wait_ms)
@@ -387,6 +399,9 @@ async fn list_actions(
         include_results: p.include_results,
         include_receipts: p.include_receipts,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_action_list(&caller, &request)
@@ -396,6 +411,19 @@ async fn list_actions(
                 list
             }),
     )
+}
+
+/// The semantic rules the envelope decoder applies to the same request (spec 6.4), so a read
+/// refused on one path is refused with the same code on the other.
+fn semantic<T: aip_core::Validate>(request: &T) -> Result<(), Response> {
+    match aip_core::Checker::check(request).into_iter().next() {
+        None => Ok(()),
+        Some(v) => Err(ApiError::new(
+            ErrorCode::Semantic(v.rule),
+            format!("{} at `{}`: {}", v.rule, v.pointer, v.message),
+        )
+        .into_response()),
+    }
 }
 
 /// A wire enum value given as a query parameter.
@@ -436,6 +464,9 @@ async fn receipt_chain(
         chain_id: Some(chain_id),
         receipt_id: None,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
 
@@ -448,6 +479,9 @@ async fn receipt_by_id(
         chain_id: None,
         receipt_id: Some(ReceiptId::new(receipt_id)),
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
 
@@ -496,6 +530,9 @@ async fn audit(
         include_receipts: p.include_receipts,
         export: p.export,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(runtime(&state).read_audit(&caller, &request).await)
 }
 
@@ -528,6 +565,9 @@ async fn sessions(
         cursor: p.cursor,
         limit: p.limit,
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_sessions(&caller, &request)
@@ -547,6 +587,9 @@ async fn session(
     let request = SessionRequest {
         session_id: SessionId::new(session_id),
     };
+    if let Err(refused) = semantic(&request) {
+        return refused;
+    }
     read_response(
         runtime(&state)
             .read_session(&caller, &request)

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod nats;
+pub mod ws;
+
 /// A running `aip serve` child process; killed on drop.
 pub struct Server {
     pub child: Child,

@@ -1,0 +1,300 @@
+//! Reads have one path (spec 16, 20): one table of read requests, each sent as a REST `GET`, as an
+//! envelope to `POST /aip/v1/messages`, as a WebSocket frame and as a NATS request, by the same
+//! principal; every transport must give the same answer (the same view, or the same typed error).
+//! Needs `AIP_TEST_NATS_URL` (SKIP notice otherwise; a failure under `CI=true`).
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use serde_json::{Value, json};
+use support::nats::{nats_url, request};
+use support::{Client, Server, envelope, id, token_file};
+
+/// One read: the envelope body, the REST path that asks the same, and the reply's body key.
+struct Read {
+    name: &'static str,
+    message_type: &'static str,
+    body: Value,
+    rest: String,
+    answer: &'static str,
+}
+
+/// A comparable answer: the view itself, or the error's code and category.
+fn normalize(answer: &str, envelope_body: &Value) -> Value {
+    match envelope_body.get("error") {
+        Some(error) => error_shape(&error["error"]),
+        None => envelope_body[answer].clone(),
+    }
+}
+
+fn error_shape(error: &Value) -> Value {
+    json!({ "error": { "code": error["code"], "category": error["category"] } })
+}
+
+fn normalize_rest(rest: &Value) -> Value {
+    match rest.get("error") {
+        Some(error) if rest.as_object().is_some_and(|o| o.len() == 1) => error_shape(error),
+        _ => rest.clone(),
+    }
+}
+
+async fn setup(client: &Client) -> (String, String, String, String) {
+    let hello = envelope(
+        "aip.core.v1.handshake",
+        json!({ "handshake": { "client": { "id": "svc:reader", "kind": "service" }, "purpose": "parity", "profiles": [] } }),
+    );
+    let (status, reply) = client.post("/aip/v1/messages", &hello).await;
+    assert_eq!(status, 200, "{reply}");
+    let session = reply["body"]["handshake_response"]["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let echo = id("act_");
+    let mut env = envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": echo, "capability_id": "cap:demo:echo", "input": { "parity": true } } }),
+    );
+    env["session_id"] = json!(session);
+    let (status, reply) = client.post("/aip/v1/actions", &env).await;
+    assert_eq!(status, 200, "{reply}");
+    let stream = id("act_");
+    let (status, reply) = client
+        .act(json!({ "id": stream, "capability_id": "cap:demo:count", "mode": "streaming", "input": { "n": 3 } }))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    client.wait_terminal(&stream).await;
+    // A cancelled action leaves an audit record.
+    let slow = id("act_");
+    client
+        .act(json!({ "id": slow, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 60000 } }))
+        .await;
+    let (status, reply) = client
+        .post(&format!("/aip/v1/actions/{slow}/cancel"), &json!({}))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    client.wait_terminal(&slow).await;
+    let (_, chain) = client.get(&format!("/aip/v1/receipts/{echo}")).await;
+    let receipt = chain["receipts"][0]["id"].as_str().unwrap().to_owned();
+    (session, echo, stream, receipt)
+}
+
+fn table(session: &str, echo: &str, stream: &str, receipt: &str) -> Vec<Read> {
+    let read = |name, message_type, body: Value, rest: String, answer| Read {
+        name,
+        message_type,
+        body,
+        rest,
+        answer,
+    };
+    vec![
+        read(
+            "status with result and receipts",
+            "aip.lifecycle.v1.action_status_request",
+            json!({ "action_status_request": { "action_id": echo, "include_result": true, "include_receipts": true } }),
+            format!("/aip/v1/actions/{echo}?include_result=true&include_receipts=true"),
+            "action_status",
+        ),
+        read(
+            "status with chunks",
+            "aip.lifecycle.v1.action_status_request",
+            json!({ "action_status_request": { "action_id": stream, "include_chunks": true } }),
+            format!("/aip/v1/actions/{stream}?include_chunks=true"),
+            "action_status",
+        ),
+        read(
+            "status of a missing action",
+            "aip.lifecycle.v1.action_status_request",
+            json!({ "action_status_request": { "action_id": "act_missing" } }),
+            "/aip/v1/actions/act_missing".into(),
+            "action_status",
+        ),
+        read(
+            "status naming another tenant",
+            "aip.lifecycle.v1.action_status_request",
+            json!({ "action_status_request": { "action_id": echo, "tenant_id": "elsewhere" } }),
+            format!("/aip/v1/actions/{echo}?tenant_id=elsewhere"),
+            "action_status",
+        ),
+        read(
+            "result",
+            "aip.lifecycle.v1.action_result_request",
+            json!({ "action_result_request": { "action_id": echo } }),
+            format!("/aip/v1/actions/{echo}/result"),
+            "action_result",
+        ),
+        read(
+            "list with results",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "limit": 10, "include_results": true } }),
+            "/aip/v1/actions?limit=10&include_results=true".into(),
+            "action_list",
+        ),
+        read(
+            "list of a session",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "session_id": session } }),
+            format!("/aip/v1/actions?session_id={session}"),
+            "action_list",
+        ),
+        read(
+            "list by state and capability with receipts",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "state": "completed", "capability_id": "cap:demo:echo", "include_receipts": true } }),
+            "/aip/v1/actions?state=completed&capability_id=cap:demo:echo&include_receipts=true"
+                .into(),
+            "action_list",
+        ),
+        read(
+            "list by principal",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "principal_id": "svc:reader" } }),
+            "/aip/v1/actions?principal_id=svc:reader".into(),
+            "action_list",
+        ),
+        read(
+            "list by approval",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "approval_id": "apr_none" } }),
+            "/aip/v1/actions?approval_id=apr_none".into(),
+            "action_list",
+        ),
+        read(
+            "list with a zero limit",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "limit": 0 } }),
+            "/aip/v1/actions?limit=0".into(),
+            "action_list",
+        ),
+        read(
+            "events with chunks",
+            "aip.lifecycle.v1.action_events_request",
+            json!({ "action_events_request": { "action_id": stream, "include_chunks": true } }),
+            format!("/aip/v1/actions/{stream}/events?include_chunks=true"),
+            "action_events",
+        ),
+        read(
+            "events, two per page",
+            "aip.lifecycle.v1.action_events_request",
+            json!({ "action_events_request": { "action_id": echo, "limit": 2 } }),
+            format!("/aip/v1/actions/{echo}/events?limit=2"),
+            "action_events",
+        ),
+        read(
+            "events of one kind",
+            "aip.lifecycle.v1.action_events_request",
+            json!({ "action_events_request": { "action_id": echo, "kinds": ["aip.action.completed"] } }),
+            format!("/aip/v1/actions/{echo}/events?kinds=aip.action.completed"),
+            "action_events",
+        ),
+        read(
+            "global feed",
+            "aip.discovery.v1.event_stream_request",
+            json!({ "event_stream_request": { "limit": 5 } }),
+            "/aip/v1/events?limit=5".into(),
+            "event_stream",
+        ),
+        read(
+            "global feed of two kinds",
+            "aip.discovery.v1.event_stream_request",
+            json!({ "event_stream_request": { "kinds": ["aip.action.cancelled", "aip.session.created"] } }),
+            "/aip/v1/events?kinds=aip.action.cancelled,aip.session.created".into(),
+            "event_stream",
+        ),
+        read(
+            "receipt chain",
+            "aip.audit.v1.receipt_query_request",
+            json!({ "receipt_query_request": { "chain_id": echo } }),
+            format!("/aip/v1/receipts/{echo}"),
+            "receipt_chain",
+        ),
+        read(
+            "chain of a receipt",
+            "aip.audit.v1.receipt_query_request",
+            json!({ "receipt_query_request": { "receipt_id": receipt } }),
+            format!("/aip/v1/receipts/by-receipt/{receipt}"),
+            "receipt_chain",
+        ),
+        read(
+            "audit",
+            "aip.audit.v1.audit_query_request",
+            json!({ "audit_query_request": { "limit": 10 } }),
+            "/aip/v1/audit/events?limit=10".into(),
+            "audit_query_result",
+        ),
+        read(
+            "audit by principal",
+            "aip.audit.v1.audit_query_request",
+            json!({ "audit_query_request": { "principal_id": "svc:reader" } }),
+            "/aip/v1/audit/events?principal_id=svc:reader".into(),
+            "audit_query_result",
+        ),
+        read(
+            "session",
+            "aip.session.v1.session_request",
+            json!({ "session_request": { "session_id": session } }),
+            format!("/aip/v1/sessions/{session}"),
+            "session_view",
+        ),
+        read(
+            "sessions",
+            "aip.session.v1.session_list_request",
+            json!({ "session_list_request": { "status": "active" } }),
+            "/aip/v1/sessions?status=active".into(),
+            "session_list",
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_nats() {
+    let Some(url) = nats_url("serve_parity") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let token = id("tok");
+    let token_path = token_file(dir.path(), "reader.token", &token);
+    let domain = format!("p{}.example", id(""));
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:reader\"\n\n\
+             [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n",
+            token_path.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let http = server.client(&token);
+    let (session, echo, stream, receipt) = setup(&http).await;
+    let mut socket = support::ws::connect(&server, &token).await;
+    let nats = async_nats::connect(&url).await.unwrap();
+    let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+
+    for read in table(&session, &echo, &stream, &receipt) {
+        let name = read.name;
+        let (rest_status, rest) = http.get(&read.rest).await;
+        let rest = normalize_rest(&rest);
+
+        let env = envelope(read.message_type, read.body.clone());
+        let (env_status, reply) = http.post("/aip/v1/messages", &env).await;
+        assert_eq!(env_status, rest_status, "{name}: HTTP statuses differ");
+        let over_http = normalize(read.answer, &reply["body"]);
+
+        let env = envelope(read.message_type, read.body.clone());
+        support::ws::send(&mut socket, &env).await;
+        let reply = support::ws::next_envelope(&mut socket).await;
+        assert_eq!(reply["in_response_to"], env["message_id"], "{name}");
+        let over_ws = normalize(read.answer, &reply["body"]);
+
+        let env = envelope(read.message_type, read.body.clone());
+        let subject = format!("{prefix}.{}", read.message_type.replace('.', "_"));
+        let (_, reply) = request(&nats, subject, &env, true).await;
+        let over_nats = normalize(read.answer, &reply["envelope"]["body"]);
+
+        assert!(!rest.is_null(), "{name}: no answer");
+        assert_eq!(over_http, rest, "{name}: envelope vs REST");
+        assert_eq!(over_ws, rest, "{name}: WebSocket vs REST");
+        assert_eq!(over_nats, rest, "{name}: NATS vs REST");
+    }
+}
