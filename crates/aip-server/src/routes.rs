@@ -201,7 +201,7 @@ async fn action_status(
         wait_ms: p.wait_ms,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
@@ -239,7 +239,7 @@ async fn action_result(
         include_terminal_events: p.include_terminal_events,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(runtime(&state).read_action_result(&caller, &request).await)
 }
@@ -303,7 +303,7 @@ async fn action_events(
         follow: false,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
@@ -337,7 +337,7 @@ async fn events(
         kinds: split_kinds(p.kinds.as_deref()),
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
@@ -400,7 +400,7 @@ async fn list_actions(
         include_receipts: p.include_receipts,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
@@ -415,14 +415,13 @@ async fn list_actions(
 
 /// The semantic rules the envelope decoder applies to the same request (spec 6.4), so a read
 /// refused on one path is refused with the same code on the other.
-fn semantic<T: aip_core::Validate>(request: &T) -> Result<(), Response> {
+fn semantic<T: aip_core::Validate>(request: &T) -> Result<(), ApiError> {
     match aip_core::Checker::check(request).into_iter().next() {
         None => Ok(()),
         Some(v) => Err(ApiError::new(
             ErrorCode::Semantic(v.rule),
             format!("{} at `{}`: {}", v.rule, v.pointer, v.message),
-        )
-        .into_response()),
+        )),
     }
 }
 
@@ -465,7 +464,7 @@ async fn receipt_chain(
         receipt_id: None,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
@@ -480,7 +479,7 @@ async fn receipt_by_id(
         receipt_id: Some(ReceiptId::new(receipt_id)),
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(runtime(&state).read_receipts(&caller, &request).await)
 }
@@ -531,7 +530,7 @@ async fn audit(
         export: p.export,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(runtime(&state).read_audit(&caller, &request).await)
 }
@@ -566,7 +565,7 @@ async fn sessions(
         limit: p.limit,
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
@@ -588,7 +587,7 @@ async fn session(
         session_id: SessionId::new(session_id),
     };
     if let Err(refused) = semantic(&request) {
-        return refused;
+        return refused.into_response();
     }
     read_response(
         runtime(&state)
