@@ -52,12 +52,8 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
 
     let server = common::start_node(&dir.join("aip"), None, None);
-    let baseline_addr = rt.block_on(start_baseline(&dir.join("baseline.sqlite")));
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(128)
-        .build()
-        .unwrap();
+    let baseline_addr = rt.block_on(start_pool_baseline(&dir.join("baseline.sqlite")));
+    let client = common::http_client();
 
     println!("requests per level: {requests} (after {WARMUP} warm-up requests)");
     println!(
@@ -169,8 +165,67 @@ async fn send(client: &reqwest::Client, url: &str, token: Option<&str>, n: usize
     assert!(status.is_success(), "{url}: HTTP {status}: {text}");
 }
 
-/// The baseline: parse the body, insert one row, answer JSON. Same SQLite durability as the store.
-async fn start_baseline(path: &std::path::Path) -> SocketAddr {
+/// The rows both baselines write, and the insert they run per request.
+const CREATE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)";
+const INSERT: &str = "INSERT INTO requests (id, body) VALUES (?, ?)";
+
+/// What a baseline answers: a status and a small JSON body.
+type Answer = (StatusCode, axum::Json<Value>);
+
+/// One request's row: the envelope's `message_id` and the parsed body serialized again.
+struct Row {
+    id: String,
+    body: String,
+}
+
+impl Row {
+    /// Parses the request body as JSON (the work both baselines do before their insert).
+    fn parse(body: &[u8]) -> Result<Row, Answer> {
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({ "error": "bad json" })),
+            ));
+        };
+        let id = value["message_id"].as_str().unwrap_or_default().to_owned();
+        let body = serde_json::to_string(&value).unwrap();
+        Ok(Row { id, body })
+    }
+}
+
+/// The answer to a request whose row was stored under `id` (`None`: the insert failed).
+fn stored(id: Option<String>) -> Answer {
+    match id {
+        Some(id) => (
+            StatusCode::OK,
+            axum::Json(json!({ "id": id, "status": "stored" })),
+        ),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "error": "insert failed" })),
+        ),
+    }
+}
+
+/// Serves `handler` with `state` at `POST /baseline` on a free local port.
+async fn serve<S: Clone + Send + Sync + 'static>(
+    handler: axum::routing::MethodRouter<S>,
+    state: S,
+) -> SocketAddr {
+    let app = axum::Router::new()
+        .route("/baseline", handler)
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// The pool baseline: parse the body, insert one row through an sqlx pool of 8 connections (each
+/// insert its own transaction, the connections contending for SQLite's write lock), answer JSON.
+/// Same SQLite durability as the store.
+async fn start_pool_baseline(path: &std::path::Path) -> SocketAddr {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -182,44 +237,19 @@ async fn start_baseline(path: &std::path::Path) -> SocketAddr {
         .connect_with(options)
         .await
         .unwrap();
-    sqlx::query("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let app = axum::Router::new()
-        .route("/baseline", post(baseline))
-        .with_state(pool);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
+    sqlx::query(CREATE_TABLE).execute(&pool).await.unwrap();
+    serve(post(pool_insert), pool).await
 }
 
-async fn baseline(
-    State(pool): State<sqlx::SqlitePool>,
-    body: axum::body::Bytes,
-) -> (StatusCode, axum::Json<Value>) {
-    let Ok(value) = serde_json::from_slice::<Value>(&body) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({ "error": "bad json" })),
-        );
+async fn pool_insert(State(pool): State<sqlx::SqlitePool>, body: axum::body::Bytes) -> Answer {
+    let row = match Row::parse(&body) {
+        Ok(row) => row,
+        Err(answer) => return answer,
     };
-    let id = value["message_id"].as_str().unwrap_or_default().to_owned();
-    let stored = serde_json::to_string(&value).unwrap();
-    match sqlx::query("INSERT INTO requests (id, body) VALUES (?, ?)")
-        .bind(&id)
-        .bind(stored)
+    let inserted = sqlx::query(INSERT)
+        .bind(&row.id)
+        .bind(row.body)
         .execute(&pool)
-        .await
-    {
-        Ok(_) => (
-            StatusCode::OK,
-            axum::Json(json!({ "id": id, "status": "stored" })),
-        ),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({ "error": "insert failed" })),
-        ),
-    }
+        .await;
+    stored(inserted.is_ok().then_some(row.id))
 }
