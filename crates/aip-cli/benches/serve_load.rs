@@ -1,9 +1,20 @@
 //! Load benchmark of `aip serve` (issue 4): sync `cap:demo:echo` actions at concurrency 1, 16 and 64,
-//! against a baseline axum server that parses the same body and does one SQLite insert per request with
-//! the same durability settings (WAL, `synchronous=FULL`). Run with `cargo bench -p aip-cli --bench
-//! serve_load`; `AIP_BENCH_REQUESTS` overrides the request count per level (default 3000),
-//! `AIP_BENCH_LEVELS` the concurrency levels (comma-separated), and `AIP_BENCH_BIN` the `aip`
-//! binary served (to compare two builds under the same machine load).
+//! against two baseline axum servers in the same run that parse the same body, store one row per
+//! request with the same durability settings (WAL, `synchronous=FULL`) and answer only once it is
+//! committed:
+//! - the writer baseline, the strongest simple server doing that work: one rusqlite writer thread
+//!   fed by a channel does group commit, taking every queued request (up to 256) into one
+//!   `BEGIN IMMEDIATE` transaction, one insert each, one `COMMIT` (one fsync) for them all, then
+//!   answering each;
+//! - the pool baseline: one insert per request through an sqlx pool of 8 connections contending for
+//!   SQLite's write lock (one commit, one fsync and several thread hops per request).
+//!
+//! Both baselines run inside the bench process, on the client's tokio runtime; `aip serve` is its
+//! own process. Each row gives aip's actions/s over each baseline's req/s (`aip/writer`, `aip/pool`).
+//!
+//! Run with `cargo bench -p aip-cli --bench serve_load`; `AIP_BENCH_REQUESTS` overrides the request
+//! count per level (default 3000), `AIP_BENCH_LEVELS` the concurrency levels (comma-separated), and
+//! `AIP_BENCH_BIN` the `aip` binary served (to compare two builds under the same machine load).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -29,6 +40,17 @@ struct Figures {
     p99_ms: f64,
 }
 
+/// Three table cells: rate, p50, p99.
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.0} | {:.2} | {:.2}",
+            self.rate, self.p50_ms, self.p99_ms
+        )
+    }
+}
+
 fn main() {
     if !common::benchmarking("serve_load") {
         return;
@@ -52,41 +74,31 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
 
     let server = common::start_node(&dir.join("aip"), None, None);
-    let baseline_addr = rt.block_on(start_baseline(&dir.join("baseline.sqlite")));
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .pool_max_idle_per_host(128)
-        .build()
-        .unwrap();
+    let pool_addr = rt.block_on(start_pool_baseline(&dir.join("pool.sqlite")));
+    let writer_addr = rt.block_on(start_writer_baseline(&dir.join("writer.sqlite")));
+    let client = common::http_client();
 
     println!("requests per level: {requests} (after {WARMUP} warm-up requests)");
+    println!("load average (1 min) before: {}", common::load_average());
     println!(
-        "| concurrency | aip actions/s | aip p50 ms | aip p99 ms | baseline req/s | baseline p50 ms | baseline p99 ms | ratio |"
+        "| concurrency | aip actions/s | aip p50 ms | aip p99 ms | writer req/s | writer p50 ms | writer p99 ms | pool req/s | pool p50 ms | pool p99 ms | aip/writer | aip/pool |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let aip_url = format!("http://{}/aip/v1/actions", server.addr);
+    let writer_url = format!("http://{writer_addr}/baseline");
+    let pool_url = format!("http://{pool_addr}/baseline");
+    let token = Some(server.token.as_str());
     for concurrency in levels {
-        let aip_url = format!("http://{}/aip/v1/actions", server.addr);
-        let base_url = format!("http://{baseline_addr}/baseline");
-        let token = server.token.clone();
-        let aip = rt.block_on(run_level(
-            &client,
-            &aip_url,
-            Some(&token),
-            concurrency,
-            requests,
-        ));
-        let base = rt.block_on(run_level(&client, &base_url, None, concurrency, requests));
+        let aip = rt.block_on(run_level(&client, &aip_url, token, concurrency, requests));
+        let writer = rt.block_on(run_level(&client, &writer_url, None, concurrency, requests));
+        let pool = rt.block_on(run_level(&client, &pool_url, None, concurrency, requests));
         println!(
-            "| {concurrency} | {:.0} | {:.2} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
-            aip.rate,
-            aip.p50_ms,
-            aip.p99_ms,
-            base.rate,
-            base.p50_ms,
-            base.p99_ms,
-            aip.rate / base.rate
+            "| {concurrency} | {aip} | {writer} | {pool} | {:.2}x | {:.2}x |",
+            aip.rate / writer.rate,
+            aip.rate / pool.rate
         );
     }
+    println!("load average (1 min) after: {}", common::load_average());
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -169,8 +181,67 @@ async fn send(client: &reqwest::Client, url: &str, token: Option<&str>, n: usize
     assert!(status.is_success(), "{url}: HTTP {status}: {text}");
 }
 
-/// The baseline: parse the body, insert one row, answer JSON. Same SQLite durability as the store.
-async fn start_baseline(path: &std::path::Path) -> SocketAddr {
+/// The rows both baselines write, and the insert they run per request.
+const CREATE_TABLE: &str =
+    "CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)";
+const INSERT: &str = "INSERT INTO requests (id, body) VALUES (?, ?)";
+
+/// What a baseline answers: a status and a small JSON body.
+type Answer = (StatusCode, axum::Json<Value>);
+
+/// One request's row: the envelope's `message_id` and the parsed body serialized again.
+struct Row {
+    id: String,
+    body: String,
+}
+
+impl Row {
+    /// Parses the request body as JSON (the work both baselines do before their insert).
+    fn parse(body: &[u8]) -> Result<Row, Answer> {
+        let Ok(value) = serde_json::from_slice::<Value>(body) else {
+            return Err((
+                StatusCode::BAD_REQUEST,
+                axum::Json(json!({ "error": "bad json" })),
+            ));
+        };
+        let id = value["message_id"].as_str().unwrap_or_default().to_owned();
+        let body = serde_json::to_string(&value).unwrap();
+        Ok(Row { id, body })
+    }
+}
+
+/// The answer to a request whose row was stored under `id` (`None`: the insert failed).
+fn stored(id: Option<String>) -> Answer {
+    match id {
+        Some(id) => (
+            StatusCode::OK,
+            axum::Json(json!({ "id": id, "status": "stored" })),
+        ),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "error": "insert failed" })),
+        ),
+    }
+}
+
+/// Serves `handler` with `state` at `POST /baseline` on a free local port.
+async fn serve<S: Clone + Send + Sync + 'static>(
+    handler: axum::routing::MethodRouter<S>,
+    state: S,
+) -> SocketAddr {
+    let app = axum::Router::new()
+        .route("/baseline", handler)
+        .with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
+/// The pool baseline: parse the body, insert one row through an sqlx pool of 8 connections (each
+/// insert its own transaction, the connections contending for SQLite's write lock), answer JSON.
+/// Same SQLite durability as the store.
+async fn start_pool_baseline(path: &std::path::Path) -> SocketAddr {
     let options = SqliteConnectOptions::new()
         .filename(path)
         .create_if_missing(true)
@@ -182,44 +253,104 @@ async fn start_baseline(path: &std::path::Path) -> SocketAddr {
         .connect_with(options)
         .await
         .unwrap();
-    sqlx::query("CREATE TABLE IF NOT EXISTS requests (id TEXT PRIMARY KEY, body TEXT NOT NULL)")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let app = axum::Router::new()
-        .route("/baseline", post(baseline))
-        .with_state(pool);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    addr
+    sqlx::query(CREATE_TABLE).execute(&pool).await.unwrap();
+    serve(post(pool_insert), pool).await
 }
 
-async fn baseline(
-    State(pool): State<sqlx::SqlitePool>,
-    body: axum::body::Bytes,
-) -> (StatusCode, axum::Json<Value>) {
-    let Ok(value) = serde_json::from_slice::<Value>(&body) else {
-        return (
-            StatusCode::BAD_REQUEST,
-            axum::Json(json!({ "error": "bad json" })),
-        );
+async fn pool_insert(State(pool): State<sqlx::SqlitePool>, body: axum::body::Bytes) -> Answer {
+    let row = match Row::parse(&body) {
+        Ok(row) => row,
+        Err(answer) => return answer,
     };
-    let id = value["message_id"].as_str().unwrap_or_default().to_owned();
-    let stored = serde_json::to_string(&value).unwrap();
-    match sqlx::query("INSERT INTO requests (id, body) VALUES (?, ?)")
-        .bind(&id)
-        .bind(stored)
+    let inserted = sqlx::query(INSERT)
+        .bind(&row.id)
+        .bind(row.body)
         .execute(&pool)
-        .await
-    {
-        Ok(_) => (
-            StatusCode::OK,
-            axum::Json(json!({ "id": id, "status": "stored" })),
-        ),
-        Err(_) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({ "error": "insert failed" })),
-        ),
+        .await;
+    stored(inserted.is_ok().then_some(row.id))
+}
+
+/// The most requests the writer baseline takes into one transaction (as aip's store writer).
+const MAX_BATCH: usize = 256;
+
+/// A request queued for the writer baseline's thread; it answers `Some(id)` once the row is
+/// committed, `None` (or drops `reply`) if it is not.
+struct WriteJob {
+    row: Row,
+    reply: tokio::sync::oneshot::Sender<Option<String>>,
+}
+
+/// The writer baseline: parse the body, queue the row for one rusqlite writer thread doing group
+/// commit, answer JSON once its transaction has committed. Same SQLite durability as the store.
+async fn start_writer_baseline(path: &std::path::Path) -> SocketAddr {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))
+        .unwrap();
+    assert!(mode.eq_ignore_ascii_case("wal"), "journal mode {mode}");
+    conn.pragma_update(None, "synchronous", "FULL").unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    conn.execute(CREATE_TABLE, ()).unwrap();
+    let (jobs, queue) = tokio::sync::mpsc::channel(4 * MAX_BATCH);
+    std::thread::Builder::new()
+        .name("baseline-writer".into())
+        .spawn(move || write_loop(&conn, queue))
+        .unwrap();
+    serve(post(writer_insert), jobs).await
+}
+
+async fn writer_insert(
+    State(jobs): State<tokio::sync::mpsc::Sender<WriteJob>>,
+    body: axum::body::Bytes,
+) -> Answer {
+    let row = match Row::parse(&body) {
+        Ok(row) => row,
+        Err(answer) => return answer,
+    };
+    let (reply, committed) = tokio::sync::oneshot::channel();
+    if jobs.send(WriteJob { row, reply }).await.is_err() {
+        return stored(None);
     }
+    stored(committed.await.ok().flatten())
+}
+
+/// The writer thread: takes every queued request (up to [`MAX_BATCH`]) into one transaction and
+/// answers each after its commit.
+fn write_loop(conn: &rusqlite::Connection, mut queue: tokio::sync::mpsc::Receiver<WriteJob>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut inserted = Vec::with_capacity(MAX_BATCH);
+    while let Some(first) = queue.blocking_recv() {
+        batch.push(first);
+        while batch.len() < MAX_BATCH {
+            let Ok(job) = queue.try_recv() else { break };
+            batch.push(job);
+        }
+        let committed = commit(conn, &batch, &mut inserted);
+        for (job, ok) in batch.drain(..).zip(inserted.drain(..)) {
+            let _ = job.reply.send((committed && ok).then_some(job.row.id));
+        }
+    }
+}
+
+/// Inserts `batch` in one `BEGIN IMMEDIATE` transaction, pushing whether each insert succeeded
+/// onto `inserted`, and commits; true if the commit (one fsync) succeeded. An insert that fails
+/// (a duplicate id) is undone alone: SQLite's default `ABORT` keeps the transaction open.
+fn commit(conn: &rusqlite::Connection, batch: &[WriteJob], inserted: &mut Vec<bool>) -> bool {
+    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute(()));
+    if step("BEGIN IMMEDIATE").is_err() {
+        return false;
+    }
+    if let Ok(mut insert) = conn.prepare_cached(INSERT) {
+        for job in batch {
+            inserted.push(insert.execute((&job.row.id, &job.row.body)).is_ok());
+        }
+    }
+    // An I/O or memory error can roll the whole transaction back: then nothing was stored.
+    if !conn.is_autocommit() && step("COMMIT").is_ok() {
+        return true;
+    }
+    if !conn.is_autocommit() {
+        let _ = step("ROLLBACK");
+    }
+    false
 }
