@@ -418,6 +418,13 @@ mod tests {
         b.finish()
     }
 
+    /// Three receipts whose last one is sealed over a wrong `previous_hash`.
+    fn chain_with_broken_link() -> ReceiptChain {
+        let mut c = chain(3);
+        seal(&mut c.receipts[2], Some("00"));
+        c
+    }
+
     #[test]
     fn a_built_chain_verifies_and_reports_its_root() {
         let c = chain(3);
@@ -492,10 +499,7 @@ mod tests {
 
     #[test]
     fn a_broken_link_and_a_wrong_root_are_reported() {
-        let mut c = chain(3);
-        let mut r2 = c.receipts[2].clone();
-        seal(&mut r2, Some("00"));
-        c.receipts[2] = r2;
+        let c = chain_with_broken_link();
         let e = verify_chain(&c).unwrap_err();
         assert_eq!(
             (e.index, e.code().as_str()),
@@ -613,10 +617,7 @@ mod tests {
 
     #[test]
     fn a_broken_embedded_chain_is_named_by_its_pointer_in_the_document() {
-        let mut c = chain(3);
-        let mut r2 = c.receipts[2].clone();
-        seal(&mut r2, Some("00"));
-        c.receipts[2] = r2;
+        let c = chain_with_broken_link();
         let env = envelope(
             "aip.lifecycle.v1.action_status",
             "action_status",
