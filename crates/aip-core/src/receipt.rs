@@ -24,6 +24,7 @@ pub struct ReceiptChain {
 
 impl Validate for ReceiptChain {
     fn validate(&self, v: &mut Checker) {
+        v.receipt_chain_here();
         v.field("receipts", |v| v.each(&self.receipts));
         crate::rules::receipt_chain(self, v);
     }

@@ -12,6 +12,7 @@
 use serde_json::Value;
 
 use crate::canonical::canonical_hash_with;
+use crate::validate::{Checker, Validate};
 use crate::{ProtocolError, Receipt, ReceiptChain};
 
 /// Which receipt-hash form a verifier accepts.
@@ -190,14 +191,83 @@ impl ReceiptError {
         }
     }
 
-    /// The wire error (`permanent`; details name the receipt index).
-    pub fn to_protocol_error(&self) -> ProtocolError {
-        let pointer = self
-            .index
-            .map(|i| format!("/receipts/{i}"))
-            .unwrap_or_default();
-        self.code().error(self.to_string()).with_pointer(&pointer)
+    /// JSON pointer of the offending member relative to the chain: the first bad receipt, or
+    /// `/root_hash` for a missing or wrong root.
+    pub fn pointer(&self) -> String {
+        match (self.index, &self.kind) {
+            (Some(i), _) => format!("/receipts/{i}"),
+            (None, ReceiptErrorKind::MissingRootHash | ReceiptErrorKind::RootMismatch { .. }) => {
+                "/root_hash".into()
+            }
+            (None, _) => String::new(),
+        }
     }
+
+    /// The wire error (`permanent`; the pointer names the receipt or the root).
+    pub fn to_protocol_error(&self) -> ProtocolError {
+        self.code()
+            .error(self.to_string())
+            .with_pointer(&self.pointer())
+    }
+}
+
+/// A broken receipt chain inside a larger document: where the chain is, and its first broken link.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{error} (chain at `{chain}`)")]
+pub struct EmbeddedChainError {
+    /// JSON pointer of the chain in the document.
+    pub chain: String,
+    /// The chain's first broken link.
+    pub error: ReceiptError,
+}
+
+impl EmbeddedChainError {
+    /// Stable wire code (the chain error's).
+    pub fn code(&self) -> crate::ErrorCode {
+        self.error.code()
+    }
+
+    /// JSON pointer of the offending member in the document, e.g.
+    /// `/body/action_status/receipt_chain/receipts/2`.
+    pub fn pointer(&self) -> String {
+        format!("{}{}", self.chain, self.error.pointer())
+    }
+}
+
+/// JSON pointers of every receipt chain inside a decoded value, in document order.
+///
+/// Found by the value's semantic walk, so only members typed [`ReceiptChain`] count: free-form
+/// JSON (an action's `input`, a receipt's `data`) holding a `receipt_chain` key is never taken for one.
+pub fn embedded_chains<T: Validate + ?Sized>(value: &T) -> Vec<String> {
+    let mut c = Checker::locating_chains();
+    value.validate(&mut c);
+    c.into_chains()
+}
+
+/// Verifies each chain at `chains` (pointers from [`embedded_chains`]) in `received`, the document
+/// as received so explicit `null` members stay in the hashed bytes; stops at the first broken one.
+pub fn verify_embedded(
+    received: &Value,
+    chains: &[String],
+    form: HashForm,
+) -> Result<Vec<VerifiedChain>, EmbeddedChainError> {
+    chains
+        .iter()
+        .map(|chain| {
+            let broken = |error| EmbeddedChainError {
+                chain: chain.clone(),
+                error,
+            };
+            // Fail closed if the pointer came from another document than `received`.
+            let value = received.pointer(chain).ok_or_else(|| {
+                broken(err(
+                    None,
+                    ReceiptErrorKind::Malformed("no receipt chain at this pointer".into()),
+                ))
+            })?;
+            verify_chain_value(value, form).map_err(broken)
+        })
+        .collect()
 }
 
 fn err(index: Option<usize>, kind: ReceiptErrorKind) -> ReceiptError {
@@ -348,6 +418,13 @@ mod tests {
         b.finish()
     }
 
+    /// Three receipts whose last one is sealed over a wrong `previous_hash`.
+    fn chain_with_broken_link() -> ReceiptChain {
+        let mut c = chain(3);
+        seal(&mut c.receipts[2], Some("00"));
+        c
+    }
+
     #[test]
     fn a_built_chain_verifies_and_reports_its_root() {
         let c = chain(3);
@@ -422,10 +499,7 @@ mod tests {
 
     #[test]
     fn a_broken_link_and_a_wrong_root_are_reported() {
-        let mut c = chain(3);
-        let mut r2 = c.receipts[2].clone();
-        seal(&mut r2, Some("00"));
-        c.receipts[2] = r2;
+        let c = chain_with_broken_link();
         let e = verify_chain(&c).unwrap_err();
         assert_eq!(
             (e.index, e.code().as_str()),
@@ -486,6 +560,97 @@ mod tests {
         let with_null = receipt_value_hash(&v);
         v.as_object_mut().unwrap().remove("correlation_id");
         assert_ne!(with_null, receipt_value_hash(&v));
+    }
+
+    fn status(id: &str, chain: Option<&ReceiptChain>) -> Value {
+        let mut s = json!({"action_id": id, "capability_id": "cap:x", "state": "completed",
+                           "updated_at": "2026-07-14T08:30:00Z"});
+        if let Some(c) = chain {
+            s["receipt_chain"] = serde_json::to_value(c).unwrap();
+        }
+        s
+    }
+
+    fn envelope(mt: &str, key: &str, body: Value) -> Value {
+        json!({"aip_version": "1.0", "message_type": mt, "message_id": "msg_1",
+               "sent_at": "2026-07-14T08:30:00Z", "body": {key: body}})
+    }
+
+    fn decode(v: &Value) -> crate::Envelope {
+        crate::envelope_from_value(v).unwrap()
+    }
+
+    #[test]
+    fn embedded_chains_are_found_by_type_not_by_member_name() {
+        let c = chain(2);
+        let list = envelope(
+            "aip.lifecycle.v1.action_list",
+            "action_list",
+            json!({"actions": [status("act_1", None), status("act_2", Some(&c))], "total_size": 2}),
+        );
+        assert_eq!(
+            embedded_chains(&decode(&list)),
+            ["/body/action_list/actions/1/receipt_chain"]
+        );
+        let audit = envelope(
+            "aip.audit.v1.audit_query_result",
+            "audit_query_result",
+            json!({"events": [], "receipt_chains": [c, chain(1)]}),
+        );
+        assert_eq!(
+            embedded_chains(&decode(&audit)),
+            [
+                "/body/audit_query_result/receipt_chains/0",
+                "/body/audit_query_result/receipt_chains/1"
+            ]
+        );
+        // A look-alike inside free-form action input is application data, not a chain.
+        let action = envelope(
+            "aip.core.v1.action",
+            "action",
+            json!({"id": "act_1", "capability_id": "cap:x",
+                   "input": {"receipt_chain": {"chain_id": "c", "receipts": [{"hash": "00"}]}},
+                   "approval": null}),
+        );
+        assert!(embedded_chains(&decode(&action)).is_empty());
+    }
+
+    #[test]
+    fn a_broken_embedded_chain_is_named_by_its_pointer_in_the_document() {
+        let c = chain_with_broken_link();
+        let env = envelope(
+            "aip.lifecycle.v1.action_status",
+            "action_status",
+            status("act_1", Some(&c)),
+        );
+        let chains = embedded_chains(&decode(&env));
+        let e = verify_embedded(&env, &chains, HashForm::Omit).unwrap_err();
+        assert_eq!(e.code(), "aip.receipt.broken_link");
+        assert_eq!(e.pointer(), "/body/action_status/receipt_chain/receipts/2");
+
+        let mut env = envelope(
+            "aip.lifecycle.v1.action_status",
+            "action_status",
+            status("act_1", Some(&chain(2))),
+        );
+        let chains = embedded_chains(&decode(&env));
+        assert_eq!(
+            verify_embedded(&env, &chains, HashForm::Omit)
+                .unwrap()
+                .len(),
+            1
+        );
+        env["body"]["action_status"]["receipt_chain"]["root_hash"] = json!("ab");
+        let e = verify_embedded(&env, &chains, HashForm::Omit).unwrap_err();
+        assert_eq!(
+            (e.code().as_str(), e.pointer().as_str()),
+            (
+                "aip.receipt.root_mismatch",
+                "/body/action_status/receipt_chain/root_hash"
+            )
+        );
+        let e = verify_embedded(&json!({}), &chains, HashForm::Omit).unwrap_err();
+        assert_eq!(e.code(), "aip.receipt.malformed");
     }
 
     #[test]

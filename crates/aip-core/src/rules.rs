@@ -53,6 +53,8 @@ pub enum Rule {
     NullInput,
     /// 11.1: an action timeout, when present, is greater than zero.
     ZeroTimeout,
+    /// 12.4: an action's `approval` carries the decision `approved`.
+    ApprovalNotApproved,
     /// 11.6: chunk sequences increase monotonically and are never reused for different content.
     StreamSequence,
     /// 16.5: action event responses contain only events and chunks of the requested action.
@@ -114,6 +116,7 @@ impl Rule {
         Rule::NonPositiveDuration,
         Rule::NullInput,
         Rule::ZeroTimeout,
+        Rule::ApprovalNotApproved,
         Rule::StreamSequence,
         Rule::OutOfScope,
         Rule::FailedWithoutError,
@@ -155,6 +158,7 @@ impl Rule {
             Rule::NonPositiveDuration => "aip.semantic.non_positive_duration",
             Rule::NullInput => "aip.semantic.null_input",
             Rule::ZeroTimeout => "aip.semantic.zero_timeout",
+            Rule::ApprovalNotApproved => "aip.semantic.approval_not_approved",
             Rule::StreamSequence => "aip.semantic.stream_sequence",
             Rule::OutOfScope => "aip.semantic.out_of_scope",
             Rule::FailedWithoutError => "aip.semantic.failed_without_error",
@@ -193,6 +197,7 @@ impl Rule {
             | Rule::NoTransactionModes
             | Rule::NonPositiveDuration => "9.4",
             Rule::NullInput | Rule::ZeroTimeout => "11.1",
+            Rule::ApprovalNotApproved => "12.4",
             Rule::StreamSequence => "11.6",
             Rule::OutOfScope => "16.5",
             Rule::FailedWithoutError => "11.7",
@@ -315,6 +320,22 @@ pub(crate) fn action(a: &Action, v: &mut Checker) {
             Rule::ZeroTimeout,
             "an action timeout must be greater than zero",
         );
+    }
+    // 12.4: only an `approved` decision can authorize an invocation; refusing the others at decode
+    // keeps a denied, expired or revoked decision from reaching any later step.
+    if let Some(approval) = &a.approval
+        && approval.decision != ApprovalDecisionKind::Approved
+    {
+        v.field("approval", |v| {
+            v.report_at(
+                "decision",
+                Rule::ApprovalNotApproved,
+                format!(
+                    "an action is authorized only by an `approved` decision, not `{}`",
+                    approval.decision
+                ),
+            )
+        });
     }
     delegation_chain(&a.delegation_chain, v);
 }

@@ -30,6 +30,9 @@ pub struct Checker {
     path: Vec<Seg>,
     violations: Vec<Violation>,
     max: usize,
+    /// Pointers of the receipt chains walked, kept only when asked for: the walk is the one place
+    /// that knows which members are typed chains (see [`crate::receipts::embedded_chains`]).
+    chains: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -56,7 +59,28 @@ impl Checker {
             path: Vec::new(),
             violations: Vec::new(),
             max: max.max(1),
+            chains: None,
         }
+    }
+
+    /// A checker that also records where each receipt chain is.
+    pub(crate) fn locating_chains() -> Self {
+        let mut c = Self::new();
+        c.chains = Some(Vec::new());
+        c
+    }
+
+    /// Notes that a receipt chain sits at the current pointer (a no-op unless locating chains).
+    pub(crate) fn receipt_chain_here(&mut self) {
+        if self.chains.is_some() {
+            let pointer = self.pointer();
+            self.chains.get_or_insert_with(Vec::new).push(pointer);
+        }
+    }
+
+    /// The receipt-chain pointers recorded by a [`Checker::locating_chains`] walk.
+    pub(crate) fn into_chains(self) -> Vec<String> {
+        self.chains.unwrap_or_default()
     }
 
     /// A checker whose pointers start under `prefix` (e.g. `/body/action`).

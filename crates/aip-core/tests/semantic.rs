@@ -62,6 +62,11 @@ fn tx_result(status: &str) -> Value {
            "transaction": {"mode": "plan", "transaction_id": "txn_1"}, "status": status})
 }
 
+fn decision(kind: &str) -> Value {
+    json!({"approval_id": "apr_1", "decision": kind, "approver": principal("user:approver"),
+           "decided_at": "2026-07-14T08:30:00Z"})
+}
+
 fn entry(from: &str, to: &str) -> Value {
     json!({"from": principal(from), "to": principal(to), "scope": "s", "delegated_at": "2026-07-14T08:30:00Z"})
 }
@@ -211,6 +216,12 @@ fn cases() -> Vec<(Rule, &'static str, Value, &'static str)> {
             "11.1 zero timeout",
             act(&|a| a["timeout_ms"] = json!(0)),
             "/body/action/timeout_ms",
+        ),
+        (
+            Rule::ApprovalNotApproved,
+            "12.4 action carried by a denied decision",
+            act(&|a| a["approval"] = decision("denied")),
+            "/body/action/approval/decision",
         ),
         (
             Rule::StreamSequence,
@@ -479,6 +490,7 @@ fn the_valid_baselines_of_the_semantic_cases_are_accepted() {
             a["delegation_chain"] = json!([entry("a", "b"), entry("b", "c")]);
             a["transaction"] = json!({"mode": "commit", "plan_id": "plan_1"});
             a["timeout_ms"] = json!(1);
+            a["approval"] = decision("approved");
             a
         }),
         envelope(
@@ -518,4 +530,22 @@ fn duplicate_delivery_of_the_same_chunk_is_tolerated_but_reported_errors_list_ev
         pe.details.unwrap()["violations"].as_array().unwrap().len(),
         2
     );
+}
+
+#[test]
+fn an_action_is_authorized_only_by_an_approved_decision() {
+    for kind in ApprovalDecisionKind::ALL {
+        let mut a = action();
+        a["approval"] = decision(kind.as_str());
+        let env = envelope("aip.core.v1.action", "action", a);
+        let r = decode_envelope(&serde_json::to_vec(&env).unwrap(), &Limits::default());
+        match kind {
+            ApprovalDecisionKind::Approved => assert!(r.is_ok(), "{kind}: {r:?}"),
+            _ => {
+                let e = r.expect_err(kind.as_str());
+                assert_eq!(e.code(), "aip.semantic.approval_not_approved", "{kind}");
+                assert_eq!(e.pointer(), "/body/action/approval/decision", "{kind}");
+            }
+        }
+    }
 }

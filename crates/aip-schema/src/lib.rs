@@ -27,7 +27,7 @@ pub struct SchemaFile {
     /// Name of the root type (the normative schema's `title`).
     pub title: &'static str,
     generate: fn() -> Value,
-    check: fn(&Value) -> Result<(), DecodeError>,
+    check: fn(&Value) -> Result<Vec<String>, DecodeError>,
 }
 
 impl SchemaFile {
@@ -53,6 +53,13 @@ impl SchemaFile {
     /// Decodes `value` as this file's type with the typed decoder: schema layer then semantic rules.
     /// For `envelope`, the full spec 6.4 order applies (without byte limits: the value is parsed).
     pub fn decode(&self, value: &Value) -> Result<(), DecodeError> {
+        (self.check)(value).map(drop)
+    }
+
+    /// [`SchemaFile::decode`], also returning the JSON pointers of the receipt chains inside the
+    /// decoded value ([`receipts::embedded_chains`]), so a caller can verify their hashes over
+    /// `value` as received without knowing this file's type.
+    pub fn decode_receipt_chains(&self, value: &Value) -> Result<Vec<String>, DecodeError> {
         (self.check)(value)
     }
 }
@@ -75,12 +82,14 @@ fn generate<T: JsonSchema>() -> Value {
     generator.into_root_schema_for::<T>().to_value()
 }
 
-fn check<T: serde::de::DeserializeOwned + Validate>(value: &Value) -> Result<(), DecodeError> {
-    decode_value::<T>(value).map(drop)
+fn check<T: serde::de::DeserializeOwned + Validate>(
+    value: &Value,
+) -> Result<Vec<String>, DecodeError> {
+    decode_value::<T>(value).map(|t| receipts::embedded_chains(&t))
 }
 
-fn check_envelope(value: &Value) -> Result<(), DecodeError> {
-    decode::envelope_from_value(value).map(drop)
+fn check_envelope(value: &Value) -> Result<Vec<String>, DecodeError> {
+    decode::envelope_from_value(value).map(|e| receipts::embedded_chains(&e))
 }
 
 macro_rules! files {
@@ -173,5 +182,19 @@ mod tests {
         }
         assert_eq!(file("action.schema.json").map(|f| f.title), Some("Action"));
         assert!(file("nope").is_none());
+    }
+
+    #[test]
+    fn decoding_a_kind_names_the_receipt_chains_inside_it() {
+        let status = serde_json::json!({
+            "action_id": "act_1", "state": "completed", "updated_at": "2026-07-14T08:30:00Z",
+            "receipt_chain": {"chain_id": "c", "receipts": []}
+        });
+        let f = file("action_status").map(|f| f.decode_receipt_chains(&status));
+        assert_eq!(f, Some(Ok(vec!["/receipt_chain".to_owned()])));
+        let f = file("ack").map(|f| {
+            f.decode_receipt_chains(&serde_json::json!({"action_id": "a", "status": "accepted"}))
+        });
+        assert_eq!(f, Some(Ok(vec![])));
     }
 }
