@@ -491,28 +491,7 @@ macro_rules! sql_store_impl {
         }
 
         #[async_trait::async_trait]
-        impl $crate::store::Store for $Store {
-            fn backend(&self) -> $crate::model::Backend {
-                $backend
-            }
-
-            async fn ping(&self) -> $crate::error::StoreResult<()> {
-                $crate::db::query("SELECT 1").execute(&self.reader).await?;
-                Ok(())
-            }
-
-            fn watch_changes(&self) -> $crate::store::ChangeWatch {
-                $crate::store::ChangeWatch::new(self.changes.subscribe())
-            }
-
-            fn stream_cursor(&self, scope: &[&str], position: (i64, i64)) -> String {
-                self.key.encode($crate::cursor::CursorKind::Stream, scope, position)
-            }
-
-            fn decode_stream_cursor(&self, scope: &[&str], cursor: &str) -> $crate::error::StoreResult<(i64, i64)> {
-                self.key.decode($crate::cursor::CursorKind::Stream, scope, cursor)
-            }
-
+        impl $crate::traits::ActionStore for $Store {
             async fn admit(&self, a: $crate::model::Admission) -> $crate::error::StoreResult<$crate::model::AdmissionOutcome> {
                 use $crate::model::{AdmissionOutcome, CollisionBehavior};
                 use $crate::error::StoreError;
@@ -835,7 +814,10 @@ macro_rules! sql_store_impl {
                 .await?;
                 found.iter().map(rows::action).collect()
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::traits::JobStore for $Store {
             async fn enqueue(&self, job: $crate::model::NewJob) -> $crate::error::StoreResult<()> {
                 self.write(false, move |tx| Box::pin(async move {
                 Self::tx_insert_job(&mut *tx, &job, None).await?;
@@ -986,6 +968,21 @@ macro_rules! sql_store_impl {
                 }))
                 .await
             }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::traits::EventStore for $Store {
+            fn watch_changes(&self) -> $crate::watch::ChangeWatch {
+                $crate::watch::ChangeWatch::new(self.changes.subscribe())
+            }
+
+            fn stream_cursor(&self, scope: &[&str], position: (i64, i64)) -> String {
+                self.key.encode($crate::cursor::CursorKind::Stream, scope, position)
+            }
+
+            fn decode_stream_cursor(&self, scope: &[&str], cursor: &str) -> $crate::error::StoreResult<(i64, i64)> {
+                self.key.decode($crate::cursor::CursorKind::Stream, scope, cursor)
+            }
 
             async fn append_events(&self, events: Vec<$crate::model::NewEvent>) -> $crate::error::StoreResult<Vec<u64>> {
                 if events.is_empty() {
@@ -1105,7 +1102,10 @@ macro_rules! sql_store_impl {
                 .await?;
                 found.iter().map(rows::chunk).collect()
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::traits::SessionStore for $Store {
             async fn create_session(
                 &self,
                 s: $crate::model::NewSession,
@@ -1298,7 +1298,10 @@ macro_rules! sql_store_impl {
                 }))
                 .await
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::traits::ReplayStore for $Store {
             async fn claim_message_id(
                 &self,
                 scope: &str,
@@ -1327,7 +1330,10 @@ macro_rules! sql_store_impl {
                 }))
                 .await
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::traits::ReceiptStore for $Store {
             async fn append_receipt(&self, receipt: $crate::model::NewReceipt) -> $crate::error::StoreResult<$crate::model::ReceiptRecord> {
                 self.write(false, move |tx| Box::pin(async move {
                 let position = Self::tx_append_receipts(&mut *tx, std::slice::from_ref(&receipt)).await?;
@@ -1435,7 +1441,10 @@ macro_rules! sql_store_impl {
                 }
                 Ok($crate::model::Page { items, next_cursor: self.key.encode(kind, &scope, (0, last)) })
             }
+        }
 
+        #[async_trait::async_trait]
+        impl $crate::traits::RecordStore for $Store {
             async fn insert_record(&self, r: $crate::model::AppRecord) -> $crate::error::StoreResult<()> {
                 self.write(false, move |tx| Box::pin(async move {
                 let res = $crate::db::query(
@@ -1480,6 +1489,18 @@ macro_rules! sql_store_impl {
                     .fetch_one(&self.reader)
                     .await?;
                 $crate::backend::to_u64(row.try_get("n")?, "record count")
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::traits::HousekeepingStore for $Store {
+            fn backend(&self) -> $crate::model::Backend {
+                $backend
+            }
+
+            async fn ping(&self) -> $crate::error::StoreResult<()> {
+                $crate::db::query("SELECT 1").execute(&self.reader).await?;
+                Ok(())
             }
 
             async fn purge_expired(&self, now_ms: i64) -> $crate::error::StoreResult<$crate::model::PurgeReport> {

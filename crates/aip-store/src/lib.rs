@@ -1,7 +1,8 @@
 //! Storage backends for the AIP runtime: SQLite (embedded default) and PostgreSQL.
 //!
-//! The runtime holds an `Arc<dyn Store>` and never sees SQL. Both backends run one implementation
-//! (see `backend.rs`) and one shared test suite (`tests/store_suite.rs`). Design rules
+//! The runtime holds an `Arc<dyn Store>` and never sees SQL. [`Store`] is one trait per aggregate
+//! (`traits/`); bring them into scope with `use aip_store::prelude::*;`. Both backends run one
+//! implementation (see `backend.rs`) and one shared test suite (`tests/store_suite.rs`). Design rules
 //! (`design.md`, "Durability"): every observable change is committed before it is acknowledged;
 //! admission writes action, idempotency reservation, receipts, events and queue entry in one
 //! transaction; leases carry fencing tokens; cursors are opaque and reader-scoped; migrations are
@@ -17,7 +18,8 @@ mod migrate;
 mod model;
 mod postgres;
 mod sqlite;
-mod store;
+mod traits;
+mod watch;
 
 use std::sync::Arc;
 
@@ -25,7 +27,14 @@ pub use error::{StoreError, StoreResult};
 pub use model::*;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
-pub use store::{ChangeWatch, Store};
+pub use traits::*;
+pub use watch::ChangeWatch;
+
+/// Every storage trait, for `use aip_store::prelude::*;`: a method called on `dyn Store` needs the
+/// aggregate trait that declares it in scope.
+pub mod prelude {
+    pub use crate::traits::*;
+}
 
 /// Opens a store from a location: `postgres://…` / `postgresql://…` connects to PostgreSQL,
 /// `sqlite://PATH` or a plain file path opens SQLite.

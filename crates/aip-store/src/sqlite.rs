@@ -443,7 +443,7 @@ sql_store_impl!(SqliteStore, Backend::Sqlite, lock = "", claim_lock = "");
 mod tests {
     use super::*;
     use crate::model::AppRecord;
-    use crate::store::Store as _;
+    use crate::prelude::*;
 
     fn record(id: &str) -> AppRecord {
         AppRecord {
