@@ -3,8 +3,8 @@
 //! Each aggregate (actions, jobs, events, sessions, receipts, replay claims, application records,
 //! housekeeping) has its own trait in its own file, so a feature adds a trait and a file here (and
 //! its line in [`Store`]) without touching the others. [`Store`] is all of them together; the
-//! runtime holds it as `Arc<dyn Store>`. Calling a method on `dyn Store` needs the method's trait
-//! in scope: `use aip_store::prelude::*;`.
+//! runtime holds it as `Arc<dyn Store>`, on which every method resolves through the supertraits.
+//! On a concrete store the method's trait must be in scope: `use aip_store::prelude::*;`.
 //!
 //! Times are epoch milliseconds supplied by the caller, so leases and expiries are testable with an
 //! injected clock. Both backends implement every trait with one behaviour, proven by one shared test
