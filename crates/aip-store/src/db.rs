@@ -1,6 +1,6 @@
 //! How the store's statements run, the same way on every kind of connection.
 //!
-//! The store's SQL is written once (`backend.rs`) against [`Stmt`] and [`Row`]. Writes run as
+//! The store's SQL is written once (`sql/`) against [`Stmt`] and [`Row`]. Writes run as
 //! closures over a [`Tx`]: on PostgreSQL a sqlx transaction; on SQLite the rusqlite connection the
 //! writer thread owns, where a statement is a plain function call. Through sqlx every SQLite
 //! statement was a round trip between a tokio worker and sqlx's connection thread (two thread
@@ -11,12 +11,16 @@
 //! and typed NULLs), so PostgreSQL sees exactly the parameter types it saw before.
 
 use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::backend::BoxFuture;
 use crate::error::{StoreError, StoreResult};
+
+/// A boxed, sendable future borrowing for `'a` (the shape of a write closure's result).
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// One bound statement parameter.
 #[derive(Debug)]
@@ -201,7 +205,13 @@ pub(crate) trait Tx: Send {
     fn batch<'a>(&'a mut self, sql: &'static str) -> BoxFuture<'a, DbResult<()>>;
 }
 
-/// Something a statement can run on: a write's [`Tx`] or a read pool.
+/// A read pool: runs each statement on a pooled connection, outside any write.
+pub(crate) trait Pool: Send + Sync {
+    /// Runs one statement.
+    fn run<'a>(&'a self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>>;
+}
+
+/// Something a statement can run on: a write's [`Tx`] or a read [`Pool`].
 pub(crate) trait Exec<'a> {
     /// Runs `stmt`.
     fn run(self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>>;
@@ -210,6 +220,12 @@ pub(crate) trait Exec<'a> {
 impl<'a, 'c: 'a> Exec<'a> for &'a mut (dyn Tx + 'c) {
     fn run(self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
         Tx::run(self, stmt, want)
+    }
+}
+
+impl<'a, P: Pool> Exec<'a> for &'a P {
+    fn run(self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
+        Pool::run(self, stmt, want)
     }
 }
 
@@ -226,14 +242,14 @@ macro_rules! run_sqlx {
     }};
 }
 
-impl<'a> Exec<'a> for &'a sqlx::SqlitePool {
-    fn run(self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
+impl Pool for sqlx::SqlitePool {
+    fn run<'a>(&'a self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
         Box::pin(async move { run_sqlx!(stmt, want, self, sqlx::Sqlite, Row::Sqlite) })
     }
 }
 
-impl<'a> Exec<'a> for &'a sqlx::PgPool {
-    fn run(self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
+impl Pool for sqlx::PgPool {
+    fn run<'a>(&'a self, stmt: Stmt<'a>, want: Want) -> BoxFuture<'a, DbResult<Output>> {
         Box::pin(async move { run_sqlx!(stmt, want, self, sqlx::Postgres, Row::Pg) })
     }
 }
@@ -483,6 +499,16 @@ impl From<rusqlite::Error> for DbError {
 }
 
 impl DbError {
+    /// The store's error for a failed insert: a broken unique constraint is a duplicate `kind`,
+    /// anything else a storage error.
+    pub(crate) fn or_duplicate(self, kind: &'static str) -> StoreError {
+        if self.is_unique_violation() {
+            StoreError::Duplicate { kind }
+        } else {
+            self.into()
+        }
+    }
+
     /// Whether the statement broke a unique constraint (a duplicate id).
     pub(crate) fn is_unique_violation(&self) -> bool {
         match self {

@@ -1,7 +1,9 @@
 //! Storage backends for the AIP runtime: SQLite (embedded default) and PostgreSQL.
 //!
-//! The runtime holds an `Arc<dyn Store>` and never sees SQL. Both backends run one implementation
-//! (see `backend.rs`) and one shared test suite (`tests/store_suite.rs`). Design rules
+//! The runtime holds an `Arc<dyn Store>` and never sees SQL. [`Store`] is the sum of one trait per
+//! aggregate (`traits/`, all in [`prelude`]). Both backends are one generic implementation,
+//! `SqlStore<D>` over a dialect (`sql/`, one file per aggregate; the dialects in `sqlite/` and
+//! `postgres/`), and pass one shared test suite (`tests/store_suite.rs`). Design rules
 //! (`design.md`, "Durability"): every observable change is committed before it is acknowledged;
 //! admission writes action, idempotency reservation, receipts, events and queue entry in one
 //! transaction; leases carry fencing tokens; cursors are opaque and reader-scoped; migrations are
@@ -9,15 +11,16 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-mod backend;
 mod cursor;
 mod db;
 mod error;
 mod migrate;
 mod model;
 mod postgres;
+mod sql;
 mod sqlite;
-mod store;
+mod traits;
+mod watch;
 
 use std::sync::Arc;
 
@@ -25,7 +28,15 @@ pub use error::{StoreError, StoreResult};
 pub use model::*;
 pub use postgres::{PostgresOptions, PostgresStore};
 pub use sqlite::{SqliteOptions, SqliteStore};
-pub use store::{ChangeWatch, Store};
+pub use traits::*;
+pub use watch::ChangeWatch;
+
+/// Every storage trait, for `use aip_store::prelude::*;`. A method called on a concrete store
+/// (`SqliteStore`, `PostgresStore`) needs the aggregate trait that declares it in scope; on
+/// `dyn Store` (or under a `Store` bound) it resolves through the supertraits.
+pub mod prelude {
+    pub use crate::traits::*;
+}
 
 /// Opens a store from a location: `postgres://…` / `postgresql://…` connects to PostgreSQL,
 /// `sqlite://PATH` or a plain file path opens SQLite.

@@ -1,0 +1,403 @@
+//! [`ActionStore`] in SQL: durable admission, action reads and compare-and-set transitions.
+
+use async_trait::async_trait;
+
+use super::page::ListCursor;
+use super::{Dialect, SqlStore, fresh_id, job, opt_part, receipt, to_u64, tx_get_locked};
+use crate::cursor::CursorKind;
+use crate::db::{Json, Row, Tx, query};
+use crate::error::{StoreError, StoreResult};
+use crate::model::*;
+use crate::traits::ActionStore;
+
+/// One action by id.
+const SELECT_ACTION: &str = "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
+     FROM aip_actions WHERE action_id = $1";
+
+#[async_trait]
+impl<D: Dialect> ActionStore for SqlStore<D> {
+    async fn admit(&self, a: Admission) -> StoreResult<AdmissionOutcome> {
+        let now = a.action.created_at_ms;
+        if a.action.state.is_terminal() {
+            return Err(StoreError::InvalidInput(
+                "an action cannot be admitted in a terminal state",
+            ));
+        }
+        if let Some(l) = &a.lease {
+            if a.job.is_none() {
+                return Err(StoreError::InvalidInput("an admission lease needs a job"));
+            }
+            if l.lease_ms <= 0 {
+                return Err(StoreError::InvalidInput("lease duration must be positive"));
+            }
+        }
+        self.write(true, move |tx| {
+            Box::pin(async move {
+                if let Some(claim) = &a.idempotency {
+                    if claim.expires_at_ms <= now {
+                        return Err(StoreError::InvalidInput(
+                            "idempotency reservation expires before admission",
+                        ));
+                    }
+                    // Insert, or take over a lapsed reservation; a live one is left untouched and the
+                    // statement returns nothing. On PostgreSQL a concurrent owner's uncommitted insert
+                    // makes this wait, so exactly one admission owns the key.
+                    let won = query(
+                        "INSERT INTO aip_idempotency (scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7) \
+                         ON CONFLICT (scope, key) DO UPDATE SET reservation_id = excluded.reservation_id, \
+                         input_hash = excluded.input_hash, action_id = excluded.action_id, \
+                         created_at_ms = excluded.created_at_ms, expires_at_ms = excluded.expires_at_ms \
+                         WHERE aip_idempotency.expires_at_ms <= $6 RETURNING reservation_id",
+                    )
+                    .bind(&claim.scope)
+                    .bind(&claim.key)
+                    .bind(fresh_id())
+                    .bind(&claim.input_hash)
+                    .bind(&a.action.action_id)
+                    .bind(now)
+                    .bind(claim.expires_at_ms)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                    if won.is_none() {
+                        let row = query(
+                            "SELECT scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms \
+                             FROM aip_idempotency WHERE scope = $1 AND key = $2",
+                        )
+                        .bind(&claim.scope)
+                        .bind(&claim.key)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                        let reservation = reservation(&row)?;
+                        let replay = match claim.behavior {
+                            CollisionBehavior::ReturnOriginalResult => true,
+                            CollisionBehavior::RejectConflict => false,
+                            CollisionBehavior::RevalidateInputHash => {
+                                reservation.input_hash == claim.input_hash
+                            }
+                        };
+                        if !replay {
+                            return Ok(AdmissionOutcome::Conflict { reservation });
+                        }
+                        let original = tx_get_action::<D>(&mut *tx, &reservation.action_id)
+                            .await?
+                            .ok_or_else(|| {
+                                StoreError::Corrupt(
+                                    "idempotency reservation without its action".into(),
+                                )
+                            })?;
+                        return Ok(AdmissionOutcome::Replayed {
+                            original,
+                            reservation,
+                        });
+                    }
+                }
+                let act = &a.action;
+                let input_hash = act
+                    .input_hash
+                    .clone()
+                    .or_else(|| a.idempotency.as_ref().map(|c| c.input_hash.clone()));
+                // Nothing is read back: the new row is exactly what was written.
+                query(
+                    "INSERT INTO aip_actions (action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+                     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14)",
+                )
+                .bind(&act.action_id)
+                .bind(&act.tenant)
+                .bind(&act.principal)
+                .bind(act.session_id.as_deref())
+                .bind(&act.capability)
+                .bind(act.correlation_id.as_deref())
+                .bind(&act.mode)
+                .bind(act.state.as_str())
+                .bind(a.idempotency.as_ref().map(|c| c.scope.as_str()))
+                .bind(a.idempotency.as_ref().map(|c| c.key.as_str()))
+                .bind(input_hash.as_deref())
+                .bind(act.deadline_ms)
+                .bind(act.created_at_ms)
+                .bind(Json(&act.request))
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| e.or_duplicate("action"))?;
+                receipt::tx_append_receipts(&mut *tx, &a.receipts).await?;
+                let mut lease = None;
+                if let Some(job) = &a.job {
+                    let leased = a
+                        .lease
+                        .as_ref()
+                        .map(|l| (&l.worker, now.saturating_add(l.lease_ms)));
+                    job::tx_insert_job(&mut *tx, job, leased).await?;
+                    if let Some(l) = &a.lease {
+                        // A fresh row: its first lease is attempt 1 with fencing token 1.
+                        lease = Some(Lease {
+                            fence: Fence {
+                                job_id: job.job_id.clone(),
+                                worker_id: l.worker.clone(),
+                                token: 1,
+                            },
+                            queue: job.queue.clone(),
+                            action_id: job.action_id.clone(),
+                            attempt: 1,
+                            expires_at_ms: now.saturating_add(l.lease_ms),
+                            payload: job.payload.clone(),
+                        });
+                    }
+                }
+                D::append_events(&mut *tx, &a.events).await?;
+                let (scope, key) = a.idempotency.map(|c| (c.scope, c.key)).unzip();
+                let act = a.action;
+                let record = ActionRecord {
+                    action_id: act.action_id,
+                    tenant: act.tenant,
+                    principal: act.principal,
+                    session_id: act.session_id,
+                    capability: act.capability,
+                    correlation_id: act.correlation_id,
+                    mode: act.mode,
+                    state: act.state,
+                    idempotency_scope: scope,
+                    idempotency_key: key,
+                    input_hash,
+                    deadline_ms: act.deadline_ms,
+                    created_at_ms: act.created_at_ms,
+                    updated_at_ms: act.created_at_ms,
+                    version: 0,
+                    request: act.request,
+                    result: None,
+                };
+                Ok(AdmissionOutcome::Admitted { record, lease })
+            })
+        })
+        .await
+    }
+
+    async fn get_action(&self, action_id: &str) -> StoreResult<Option<ActionRecord>> {
+        let row = query(SELECT_ACTION)
+            .bind(action_id)
+            .fetch_optional(self.reader())
+            .await?;
+        row.as_ref().map(action_record).transpose()
+    }
+
+    async fn list_actions(
+        &self,
+        q: &ActionQuery,
+        cursor: Option<&str>,
+        limit: Limit,
+    ) -> StoreResult<Page<ActionRecord>> {
+        let scope = vec![
+            q.tenant.clone(),
+            opt_part(q.principal.as_deref()),
+            opt_part(q.session_id.as_deref()),
+            opt_part(q.state.map(|s| s.as_str())),
+            opt_part(q.capability.as_deref()),
+        ];
+        let page = ListCursor::open(&self.key, CursorKind::Actions, scope, cursor)?;
+        let found = query(
+            "SELECT seq, action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+             idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
+             FROM aip_actions WHERE tenant = $1 \
+             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+             AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
+             AND (CAST($4 AS TEXT) IS NULL OR state = $4) \
+             AND (CAST($5 AS TEXT) IS NULL OR capability = $5) \
+             AND seq > $6 ORDER BY seq LIMIT $7",
+        )
+        .bind(&q.tenant)
+        .bind(q.principal.as_deref())
+        .bind(q.session_id.as_deref())
+        .bind(q.state.map(|s| s.as_str()))
+        .bind(q.capability.as_deref())
+        .bind(page.after)
+        .bind(limit.as_i64())
+        .fetch_all(self.reader())
+        .await?;
+        page.page(&found, "seq", action_record)
+    }
+
+    async fn count_active_actions(&self, q: &ActionQuery) -> StoreResult<u64> {
+        let row = query(
+            "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
+             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+             AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
+             AND (CAST($4 AS TEXT) IS NULL OR capability = $4) \
+             AND state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered')",
+        )
+        .bind(&q.tenant)
+        .bind(q.principal.as_deref())
+        .bind(q.session_id.as_deref())
+        .bind(q.capability.as_deref())
+        .fetch_one(self.reader())
+        .await?;
+        to_u64(row.try_get("n")?, "active action count")
+    }
+
+    async fn transition_action(&self, t: Transition) -> StoreResult<ActionRecord> {
+        if t.finish_job && t.fence.is_none() {
+            return Err(StoreError::InvalidInput("finish_job needs a fence"));
+        }
+        self.write(true, move |tx| {
+            Box::pin(async move {
+                match &t.fence {
+                    Some(fence) if t.finish_job => {
+                        // The fence check and the job's completion in one statement (on PostgreSQL the
+                        // update locks the job row as the check's FOR UPDATE would).
+                        let done = query(
+                            "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 \
+                             WHERE job_id = $1 AND state = 'leased' AND lease_owner = $3 AND fence = $4 AND lease_expires_at_ms > $2",
+                        )
+                        .bind(&fence.job_id)
+                        .bind(t.now_ms)
+                        .bind(fence.worker_id.as_str())
+                        .bind(i64::try_from(fence.token).map_err(|_| StoreError::StaleLease)?)
+                        .execute(&mut *tx)
+                        .await?;
+                        if done == 0 {
+                            // Not held: the check names why (a missing job or a stale lease).
+                            job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?;
+                            return Err(StoreError::StaleLease);
+                        }
+                    }
+                    Some(fence) => job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?,
+                    None => {}
+                }
+                // Compare-and-set in one statement; only a refused update reads the row to say why.
+                let from: Vec<&str> = t
+                    .from
+                    .iter()
+                    .filter(|s| !s.is_terminal())
+                    .map(|s| s.as_str())
+                    .collect();
+                let row = if from.is_empty() {
+                    None
+                } else {
+                    let states = (0..from.len())
+                        .map(|i| format!("${}", i + 5))
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    let sql = format!(
+                        "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
+                         WHERE action_id = $1 AND state IN ({states}) RETURNING \
+                         action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+                         idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
+                    );
+                    let mut q = query(sql)
+                        .bind(&t.action_id)
+                        .bind(t.to.as_str())
+                        .bind(t.result.as_ref().map(Json))
+                        .bind(t.now_ms);
+                    for state in &from {
+                        q = q.bind(*state);
+                    }
+                    q.fetch_optional(&mut *tx).await?
+                };
+                let record = match row {
+                    Some(row) => action_record(&row)?,
+                    None => {
+                        let current = tx_get_action::<D>(&mut *tx, &t.action_id)
+                            .await?
+                            .ok_or(StoreError::NotFound { kind: "action" })?;
+                        let actual = current.state.as_str().to_owned();
+                        return Err(if current.state.is_terminal() {
+                            StoreError::Terminal { state: actual }
+                        } else {
+                            StoreError::StateConflict { actual }
+                        });
+                    }
+                };
+                receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
+                D::append_events(&mut *tx, &t.events).await?;
+                Ok(record)
+            })
+        })
+        .await
+    }
+
+    async fn get_idempotency(
+        &self,
+        scope: &str,
+        key: &str,
+        now_ms: i64,
+    ) -> StoreResult<Option<IdempotencyRecord>> {
+        let row = query(
+            "SELECT scope, key, reservation_id, input_hash, action_id, created_at_ms, expires_at_ms \
+             FROM aip_idempotency WHERE scope = $1 AND key = $2 AND expires_at_ms > $3",
+        )
+        .bind(scope)
+        .bind(key)
+        .bind(now_ms)
+        .fetch_optional(self.reader())
+        .await?;
+        row.as_ref().map(reservation).transpose()
+    }
+
+    async fn list_unfinished_actions(
+        &self,
+        now_ms: i64,
+        admitted_before_ms: i64,
+        limit: Limit,
+    ) -> StoreResult<Vec<ActionRecord>> {
+        let found = query(
+            "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, a.correlation_id, a.mode, a.state, \
+             a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result \
+             FROM aip_actions a \
+             WHERE a.state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered') \
+             AND a.created_at_ms <= $1 \
+             AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.action_id = a.action_id \
+                AND (j.state = 'ready' OR (j.state = 'leased' AND (j.lease_expires_at_ms > $2 OR j.attempts < j.max_attempts)))) \
+             ORDER BY a.seq LIMIT $3",
+        )
+        .bind(admitted_before_ms)
+        .bind(now_ms)
+        .bind(limit.as_i64())
+        .fetch_all(self.reader())
+        .await?;
+        found.iter().map(action_record).collect()
+    }
+}
+
+/// One action by id inside a write, its row locked where the dialect locks rows.
+pub(super) async fn tx_get_action<D: Dialect>(
+    tx: &mut dyn Tx,
+    action_id: &str,
+) -> StoreResult<Option<ActionRecord>> {
+    tx_get_locked::<D, _>(tx, SELECT_ACTION, action_id, action_record).await
+}
+
+fn action_record(r: &Row) -> StoreResult<ActionRecord> {
+    let state: String = r.try_get("state")?;
+    Ok(ActionRecord {
+        action_id: r.try_get("action_id")?,
+        tenant: r.try_get("tenant")?,
+        principal: r.try_get("principal")?,
+        session_id: r.try_get("session_id")?,
+        capability: r.try_get("capability")?,
+        correlation_id: r.try_get("correlation_id")?,
+        mode: r.try_get("mode")?,
+        state: ActionState::parse(&state)
+            .ok_or_else(|| StoreError::Corrupt(format!("action state {state}")))?,
+        idempotency_scope: r.try_get("idempotency_scope")?,
+        idempotency_key: r.try_get("idempotency_key")?,
+        input_hash: r.try_get("input_hash")?,
+        deadline_ms: r.try_get("deadline_ms")?,
+        created_at_ms: r.try_get("created_at_ms")?,
+        updated_at_ms: r.try_get("updated_at_ms")?,
+        version: r.try_get("version")?,
+        request: r.json("request")?,
+        result: r.opt_json("result")?,
+    })
+}
+
+fn reservation(r: &Row) -> StoreResult<IdempotencyRecord> {
+    Ok(IdempotencyRecord {
+        scope: r.try_get("scope")?,
+        key: r.try_get("key")?,
+        reservation_id: r.try_get("reservation_id")?,
+        input_hash: r.try_get("input_hash")?,
+        action_id: r.try_get("action_id")?,
+        created_at_ms: r.try_get("created_at_ms")?,
+        expires_at_ms: r.try_get("expires_at_ms")?,
+    })
+}

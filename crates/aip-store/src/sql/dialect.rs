@@ -1,0 +1,63 @@
+//! What differs between the backends, for the one SQL implementation in `sql/`.
+
+use std::future::Future;
+
+use crate::db::{BoxFuture, Pool, Tx};
+use crate::error::StoreResult;
+use crate::model::{Backend, NewEvent};
+use crate::watch::ChangeWatch;
+
+/// A backend as the shared SQL sees it: its lock clauses, its read pool, how it runs a write
+/// transaction, how it sequences events and how it wakes readers. Implemented by the SQLite
+/// dialect (`sqlite/`) and the PostgreSQL dialect (`postgres/`).
+pub(crate) trait Dialect: Send + Sync + 'static {
+    /// Which backend this is.
+    const BACKEND: Backend;
+
+    /// Appended to a read that precedes a write in its transaction: `FOR UPDATE` on PostgreSQL,
+    /// nothing on SQLite (its writes are serialized, so the read is already stable).
+    const ROW_LOCK: &'static str;
+
+    /// The lock clause of the claim's job pick: `FOR UPDATE SKIP LOCKED` on PostgreSQL, so
+    /// concurrent claimers take different jobs; nothing on SQLite.
+    const CLAIM_LOCK: &'static str;
+
+    /// The pool reads run on.
+    type Reader: Pool;
+
+    /// The pool reads run on (committed data only).
+    fn reader(&self) -> &Self::Reader;
+
+    /// Runs `f` in a write transaction and answers once it is committed: `Err` from `f` rolls back
+    /// its work. With `notify`, readers are woken after the commit. `f` must not wait on anything
+    /// but its statements (the SQLite writer polls it once).
+    fn write<R: Send + 'static>(
+        &self,
+        notify: bool,
+        f: impl WriteFn<R>,
+    ) -> impl Future<Output = StoreResult<R>> + Send;
+
+    /// Inserts `events` inside the caller's write; returns their sequences. Each backend keeps
+    /// listing order equal to commit order its own way (a counter on SQLite, a sequencer after
+    /// commit on PostgreSQL).
+    fn append_events(
+        tx: &mut dyn Tx,
+        events: &[NewEvent],
+    ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send;
+
+    /// A watch that changes after committed events or chunks.
+    fn watch_changes(&self) -> ChangeWatch;
+}
+
+/// A write: statements run on the connection of a write transaction, returning the write's result.
+/// [`crate::sql::SqlStore::write`] spells the bound out, so a closure passed to it gets its
+/// higher-ranked signature.
+pub(crate) trait WriteFn<R>:
+    for<'c> FnOnce(&'c mut dyn Tx) -> BoxFuture<'c, StoreResult<R>> + Send + 'static
+{
+}
+
+impl<R, F> WriteFn<R> for F where
+    F: for<'c> FnOnce(&'c mut dyn Tx) -> BoxFuture<'c, StoreResult<R>> + Send + 'static
+{
+}

@@ -1,0 +1,256 @@
+//! [`JobStore`] in SQL: the work queue, its leases and their fencing tokens (spec 13.4, 17.3).
+
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+
+use super::{Dialect, SqlStore, bounded_error, locked, to_u64};
+use crate::db::{Json, Row, Tx, query};
+use crate::error::{StoreError, StoreResult};
+use crate::model::*;
+use crate::traits::JobStore;
+
+/// The claim's update, up to the job pick's lock clause (the dialect's [`Dialect::CLAIM_LOCK`]).
+const CLAIM_HEAD: &str = "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
+     attempts = attempts + 1, updated_at_ms = $3 \
+     WHERE job_id = (SELECT job_id FROM aip_jobs WHERE queue = $4 AND attempts < max_attempts \
+        AND ((state = 'ready' AND available_at_ms <= $3) OR (state = 'leased' AND lease_expires_at_ms <= $3)) \
+        ORDER BY available_at_ms, job_id LIMIT 1";
+
+/// The claim's update after the job pick's lock clause.
+const CLAIM_TAIL: &str =
+    ") RETURNING job_id, queue, action_id, fence, attempts, lease_expires_at_ms, payload";
+
+#[async_trait]
+impl<D: Dialect> JobStore for SqlStore<D> {
+    async fn enqueue(&self, job: NewJob) -> StoreResult<()> {
+        self.write(false, move |tx| {
+            Box::pin(async move {
+                tx_insert_job(&mut *tx, &job, None).await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    async fn claim(
+        &self,
+        queue: &str,
+        worker: &WorkerId,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Lease>> {
+        let sql = format!("{CLAIM_HEAD}{}{CLAIM_TAIL}", D::CLAIM_LOCK);
+        lease_one(self, sql, queue, worker, now_ms, lease_ms).await
+    }
+
+    async fn claim_job(
+        &self,
+        job_id: &str,
+        worker: &WorkerId,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> StoreResult<Option<Lease>> {
+        let sql = "UPDATE aip_jobs SET state = 'leased', lease_owner = $1, lease_expires_at_ms = $2, fence = fence + 1, \
+             attempts = attempts + 1, updated_at_ms = $3 \
+             WHERE job_id = $4 AND attempts < max_attempts \
+             AND ((state = 'ready' AND available_at_ms <= $3) OR (state = 'leased' AND lease_expires_at_ms <= $3)) \
+             RETURNING job_id, queue, action_id, fence, attempts, lease_expires_at_ms, payload";
+        lease_one(self, sql, job_id, worker, now_ms, lease_ms).await
+    }
+
+    async fn renew(&self, fence: &Fence, now_ms: i64, lease_ms: i64) -> StoreResult<i64> {
+        if lease_ms <= 0 {
+            return Err(StoreError::InvalidInput("lease duration must be positive"));
+        }
+        let fence = fence.clone();
+        self.write(false, move |tx| {
+            Box::pin(async move {
+                tx_check_fence::<D>(&mut *tx, &fence, now_ms).await?;
+                let expires = now_ms.saturating_add(lease_ms);
+                query("UPDATE aip_jobs SET lease_expires_at_ms = $2, updated_at_ms = $3 WHERE job_id = $1")
+                    .bind(&fence.job_id)
+                    .bind(expires)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(expires)
+            })
+        })
+        .await
+    }
+
+    async fn complete_job(&self, fence: &Fence, now_ms: i64) -> StoreResult<()> {
+        let sql = "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1";
+        update_held(self, fence, now_ms, sql).await
+    }
+
+    async fn fail_job(
+        &self,
+        fence: &Fence,
+        now_ms: i64,
+        retry_at_ms: Option<i64>,
+        error: &str,
+    ) -> StoreResult<JobState> {
+        let fence = fence.clone();
+        let error = error.to_owned();
+        self.write(false, move |tx| {
+            Box::pin(async move {
+                tx_check_fence::<D>(&mut *tx, &fence, now_ms).await?;
+                let row = query(
+                    "UPDATE aip_jobs SET \
+                     state = CASE WHEN CAST($2 AS BIGINT) IS NOT NULL AND attempts < max_attempts THEN 'ready' ELSE 'dead' END, \
+                     available_at_ms = COALESCE($2, available_at_ms), lease_owner = NULL, lease_expires_at_ms = NULL, \
+                     last_error = $3, updated_at_ms = $4 WHERE job_id = $1 RETURNING state",
+                )
+                .bind(&fence.job_id)
+                .bind(retry_at_ms)
+                .bind(bounded_error(&error))
+                .bind(now_ms)
+                .fetch_one(&mut *tx)
+                .await?;
+                let state: String = row.try_get("state")?;
+                JobState::parse(&state)
+                    .ok_or_else(|| StoreError::Corrupt(format!("job state {state}")))
+            })
+        })
+        .await
+    }
+
+    async fn release_job(&self, fence: &Fence, now_ms: i64) -> StoreResult<()> {
+        let sql = "UPDATE aip_jobs SET state = 'ready', available_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL, \
+             attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at_ms = $2 WHERE job_id = $1";
+        update_held(self, fence, now_ms, sql).await
+    }
+}
+
+/// Runs `sql` (`$1` the job, `$2` now) as one write on a job `fence` still holds (else
+/// `StaleLease`, or `NotFound` for no such job).
+async fn update_held<D: Dialect>(
+    store: &SqlStore<D>,
+    fence: &Fence,
+    now_ms: i64,
+    sql: &'static str,
+) -> StoreResult<()> {
+    let fence = fence.clone();
+    store
+        .write(false, move |tx| {
+            Box::pin(async move {
+                tx_check_fence::<D>(&mut *tx, &fence, now_ms).await?;
+                query(sql)
+                    .bind(&fence.job_id)
+                    .bind(now_ms)
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
+}
+
+/// Runs a claim statement (`$1` worker, `$2` lease expiry, `$3` now, `$4` which queue or job)
+/// as one write: the job it leases, if any, with the fencing token the statement issued.
+async fn lease_one<D: Dialect>(
+    store: &SqlStore<D>,
+    sql: impl Into<Cow<'static, str>>,
+    target: &str,
+    worker: &WorkerId,
+    now_ms: i64,
+    lease_ms: i64,
+) -> StoreResult<Option<Lease>> {
+    if lease_ms <= 0 {
+        return Err(StoreError::InvalidInput("lease duration must be positive"));
+    }
+    let sql = sql.into();
+    let target = target.to_owned();
+    let worker = worker.clone();
+    store
+        .write(false, move |tx| {
+            Box::pin(async move {
+                let row = query(sql)
+                    .bind(worker.as_str())
+                    .bind(now_ms.saturating_add(lease_ms))
+                    .bind(now_ms)
+                    .bind(target)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                row.as_ref().map(|r| lease(r, &worker)).transpose()
+            })
+        })
+        .await
+}
+
+/// Inserts a job: ready, or (with `lease`: worker and expiry) already leased to its first worker,
+/// as a first claim would leave it (attempt 1, fencing token 1).
+pub(super) async fn tx_insert_job(
+    tx: &mut dyn Tx,
+    job: &NewJob,
+    lease: Option<(&WorkerId, i64)>,
+) -> StoreResult<()> {
+    query(
+        "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, fence, \
+         lease_owner, lease_expires_at_ms, created_at_ms, updated_at_ms, payload) \
+         VALUES ($1, $2, $3, $4, $8, $5, $9, $6, $9, $10, $11, $5, $5, $7)",
+    )
+    .bind(&job.job_id)
+    .bind(&job.queue)
+    .bind(job.action_id.as_deref())
+    .bind(&job.tenant)
+    .bind(job.available_at_ms)
+    .bind(i64::from(job.max_attempts.max(1)))
+    .bind(Json(&job.payload))
+    .bind(if lease.is_some() { "leased" } else { "ready" })
+    .bind(i64::from(lease.is_some()))
+    .bind(lease.map(|(worker, _)| worker.as_str()))
+    .bind(lease.map(|(_, expires)| expires))
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| e.or_duplicate("job"))?;
+    Ok(())
+}
+
+/// Fails unless `fence` still owns an unexpired lease (spec 13.4): the row is locked on PostgreSQL
+/// so no claim can slip in before this transaction commits.
+pub(super) async fn tx_check_fence<D: Dialect>(
+    tx: &mut dyn Tx,
+    fence: &Fence,
+    now_ms: i64,
+) -> StoreResult<()> {
+    let row = query(locked::<D>(
+        "SELECT state, lease_owner, lease_expires_at_ms, fence FROM aip_jobs WHERE job_id = $1",
+    ))
+    .bind(&fence.job_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(StoreError::NotFound { kind: "job" })?;
+    let state: String = row.try_get("state")?;
+    let owner: Option<String> = row.try_get("lease_owner")?;
+    let expires: Option<i64> = row.try_get("lease_expires_at_ms")?;
+    let token: i64 = row.try_get("fence")?;
+    let held = state == "leased"
+        && owner.as_deref() == Some(fence.worker_id.as_str())
+        && Some(token) == i64::try_from(fence.token).ok()
+        && expires.is_some_and(|e| e > now_ms);
+    if held {
+        Ok(())
+    } else {
+        Err(StoreError::StaleLease)
+    }
+}
+
+fn lease(r: &Row, worker: &WorkerId) -> StoreResult<Lease> {
+    let attempts: i64 = r.try_get("attempts")?;
+    Ok(Lease {
+        fence: Fence {
+            job_id: r.try_get("job_id")?,
+            worker_id: worker.clone(),
+            token: to_u64(r.try_get("fence")?, "fencing token")?,
+        },
+        queue: r.try_get("queue")?,
+        action_id: r.try_get("action_id")?,
+        attempt: u32::try_from(attempts)
+            .map_err(|_| StoreError::Corrupt("attempt count".into()))?,
+        expires_at_ms: r.try_get("lease_expires_at_ms")?,
+        payload: r.json("payload")?,
+    })
+}

@@ -1,0 +1,30 @@
+//! Receipts and audit (spec 18).
+
+use async_trait::async_trait;
+
+use crate::error::StoreResult;
+use crate::model::*;
+
+/// Append-only evidence: hash-chained receipts and audit events.
+#[async_trait]
+pub trait ReceiptStore: Send + Sync + 'static {
+    /// Appends one receipt, checking it extends its chain.
+    async fn append_receipt(&self, receipt: NewReceipt) -> StoreResult<ReceiptRecord>;
+
+    /// A chain's receipts in order (at most `limit`).
+    async fn list_receipts(&self, chain_id: &str, limit: Limit) -> StoreResult<Vec<ReceiptRecord>>;
+
+    /// One receipt by id.
+    async fn get_receipt(&self, receipt_id: &str) -> StoreResult<Option<ReceiptRecord>>;
+
+    /// Appends an audit event (append-only: the schema refuses updates and deletes).
+    async fn append_audit(&self, audit: NewAudit) -> StoreResult<AuditRecord>;
+
+    /// Audit events visible under `query`, after `cursor`.
+    async fn list_audit(
+        &self,
+        query: &AuditQuery,
+        cursor: Option<&str>,
+        limit: Limit,
+    ) -> StoreResult<Page<AuditRecord>>;
+}

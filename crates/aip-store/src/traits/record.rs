@@ -1,0 +1,26 @@
+//! Application records.
+
+use async_trait::async_trait;
+
+use crate::error::StoreResult;
+use crate::model::*;
+
+/// Records that capabilities keep for themselves (for example the demo's bookings), per tenant and
+/// collection.
+#[async_trait]
+pub trait RecordStore: Send + Sync + 'static {
+    /// Inserts an application record; an existing `(collection, record_id)` is
+    /// [`crate::StoreError::Duplicate`].
+    async fn insert_record(&self, record: AppRecord) -> StoreResult<()>;
+
+    /// A tenant's records of a collection, oldest first.
+    async fn list_records(
+        &self,
+        collection: &str,
+        tenant: &str,
+        limit: Limit,
+    ) -> StoreResult<Vec<AppRecord>>;
+
+    /// How many records a tenant has in a collection.
+    async fn count_records(&self, collection: &str, tenant: &str) -> StoreResult<u64>;
+}
