@@ -271,6 +271,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
     };
     store
         .transition_action(Transition {
+            tenant: "default".into(),
             action_id: id.to_owned(),
             from: vec![ActionState::Running],
             to: ActionState::Completed,

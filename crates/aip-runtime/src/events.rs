@@ -57,9 +57,16 @@ pub(crate) fn bare_principal(id: &str, kind: PrincipalKind) -> Principal {
 }
 
 impl Runtime {
-    /// Appends an audit record of `caller`'s request. Best effort: the request it records has
-    /// already been committed, and a lost audit line must not fail it.
-    pub(crate) async fn record_audit(&self, caller: &Caller, label: &str, now: i64, data: Value) {
+    /// Appends an audit record of `caller`'s request about an action and/or session. Best effort:
+    /// the request it records has already been committed, and a lost audit line must not fail it.
+    pub(crate) async fn record_audit(
+        &self,
+        caller: &Caller,
+        label: &str,
+        now: i64,
+        data: Value,
+        (action_id, session_id): (Option<&str>, Option<&str>),
+    ) {
         let appended = self
             .store()
             .append_audit(NewAudit {
@@ -69,6 +76,8 @@ impl Runtime {
                 action_label: label.into(),
                 occurred_at_ms: now,
                 data,
+                action_id: action_id.map(str::to_owned),
+                session_id: session_id.map(str::to_owned),
             })
             .await;
         if let Err(err) = appended {

@@ -39,7 +39,9 @@ impl ChainWriter {
         record: &ActionRecord,
         store: &Arc<dyn Store>,
     ) -> Result<Self, RuntimeError> {
-        let stored = store.list_receipts(&record.action_id, Limit::max()).await?;
+        let stored = store
+            .list_receipts(&record.tenant, &record.action_id, Limit::max())
+            .await?;
         let last = stored
             .last()
             .map(|r| (r.receipt_id.clone(), r.hash.clone()));

@@ -66,7 +66,7 @@ pub struct Runtime {
     registry: Registry,
     config: RuntimeConfig,
     policy: Arc<dyn PolicyGate>,
-    running: Mutex<HashMap<String, CancellationToken>>,
+    running: Mutex<HashMap<(String, String), CancellationToken>>,
     worker_id: WorkerId,
     work_ready: Notify,
     shutdown: CancellationToken,
@@ -173,8 +173,8 @@ impl Runtime {
         i64::try_from(self.config.lease_ms).unwrap_or(30_000)
     }
 
-    /// Cancellation tokens of the handlers running on this node, by action id.
-    pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<String, CancellationToken>> {
+    /// Cancellation tokens of the handlers running on this node, by (tenant, action id).
+    pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<(String, String), CancellationToken>> {
         // A poisoned lock only means another task panicked mid-insert; the map itself stays usable.
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }

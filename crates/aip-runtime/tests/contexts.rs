@@ -70,7 +70,7 @@ async fn an_action_with_a_context_the_runtime_does_not_implement_is_refused_and_
         assert!(
             h.runtime
                 .store()
-                .get_action(&action_id)
+                .get_action("t1", &action_id)
                 .await
                 .unwrap()
                 .is_none(),

@@ -1,123 +1,119 @@
-//! A duplicate action id (spec 16.3, 22.6): an id another tenant (or another principal) already used is
-//! refused exactly like an id the caller used itself, by the same admission path, and the refusal
-//! writes nothing and reveals nothing about the other action.
+//! Action ids are scoped by tenant (spec 22.6): an id another tenant already used neither conflicts
+//! nor reveals anything. Each tenant's action of that id is its own, with its own result, events,
+//! receipt chain and stream; an id reused inside one tenant is still a duplicate.
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
 use aip_store::{EventQuery, Limit};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::{Harness, caller, id};
 
-/// The parts of a reply that could tell one refusal from another (ids and clocks removed).
-fn shape(reply: &Value) -> Value {
-    json!({
-        "message_type": reply["message_type"],
-        "error": reply["body"]["error"]["error"],
-        "extensions": reply["extensions"],
-    })
-}
-
 #[tokio::test]
-async fn an_id_used_by_another_tenant_is_refused_exactly_like_the_callers_own_duplicate_and_writes_nothing()
+async fn an_id_used_by_another_tenant_is_a_separate_action_that_neither_conflicts_nor_reveals_anything()
  {
     let h = Harness::start().await;
     let alice = caller("svc:alice", "t1", &["invoke:*"]);
     let mallory = caller("svc:mallory", "t2", &["invoke:*"]);
-    let theirs = id("act_");
-    let (status, _) = h
+    let shared = id("act_");
+    let (status, first) = h
         .act(
             &alice,
             None,
-            json!({ "id": theirs, "capability_id": "cap:demo:echo", "input": { "secret": 1 } }),
+            json!({ "id": shared, "capability_id": "cap:demo:echo", "input": { "secret": 1 } }),
         )
         .await;
-    assert_eq!(status, 200);
+    assert_eq!(status, 200, "{first}");
     let before = h
         .runtime
         .store()
-        .get_action(&theirs)
+        .get_action("t1", &shared)
         .await
         .unwrap()
         .unwrap();
 
-    // Mallory's own duplicate: the reference answer.
-    let mine = id("act_");
-    let (status, _) = h
+    // Mallory uses the same id in her tenant: a new action of her own, answered like any other.
+    let (status, reply) = h
         .act(
             &mallory,
             None,
-            json!({ "id": mine, "capability_id": "cap:t:scope:tenant", "input": {} }),
+            json!({ "id": shared, "capability_id": "cap:demo:echo", "input": { "mine": 2 } }),
         )
         .await;
-    assert_eq!(status, 200);
-    let (own_status, own) = h
-        .act(&mallory, None, json!({ "id": mine, "capability_id": "cap:t:scope:tenant", "input": {}, "idempotency_key": "k-own" }))
-        .await;
-    let (foreign_status, foreign) = h
-        .act(&mallory, None, json!({ "id": theirs, "capability_id": "cap:t:scope:tenant", "input": {}, "idempotency_key": "k-foreign" }))
-        .await;
-    assert_eq!(own_status, 409, "{own}");
-    assert_eq!(foreign_status, own_status);
+    assert_eq!(status, 200, "{reply}");
     assert_eq!(
-        shape(&foreign),
-        shape(&own),
-        "a foreign id and an own duplicate must be indistinguishable"
+        reply["extensions"]["ack"]["status"], "accepted",
+        "admitted, not a re-send: {reply}"
     );
     assert_eq!(
-        foreign["body"]["error"]["error"]["code"],
-        "aip.action.duplicate_id"
+        reply["body"]["action_result"]["output"],
+        json!({ "mine": 2 })
     );
     assert!(
-        !foreign.to_string().contains("t1") && !foreign.to_string().contains("svc:alice"),
-        "the refusal names neither the owner nor its tenant: {foreign}"
+        !reply.to_string().contains("secret"),
+        "nothing of the other tenant's action shows: {reply}"
     );
 
-    // Nothing was written for the refused admission: no events for mallory beyond its own action, the
-    // idempotency key was not reserved (the transaction rolled back), the other action is unchanged.
-    let events = h
+    // Each tenant reads its own action, result, events and receipts under that id.
+    let hers = h
         .runtime
-        .store()
-        .list_events(
-            &EventQuery {
-                tenant: "t2".into(),
-                principal: None,
-                action_id: None,
-                session_id: None,
-            },
-            None,
-            Limit::max(),
-        )
+        .action_result(&mallory, &shared, None)
         .await
-        .unwrap()
-        .items;
-    assert!(
-        events
-            .iter()
-            .all(|e| e.action_id.as_deref() == Some(mine.as_str())),
-        "{events:?}"
-    );
-    let (status, reply) = h
-        .act(&mallory, None, json!({ "id": id("act_"), "capability_id": "cap:t:scope:tenant", "input": {}, "idempotency_key": "k-foreign" }))
-        .await;
-    assert_eq!(
-        status, 200,
-        "the refused admission held no reservation: {reply}"
-    );
+        .unwrap();
+    assert_eq!(hers.output, Some(json!({ "mine": 2 })));
+    let alices = h
+        .runtime
+        .action_result(&alice, &shared, None)
+        .await
+        .unwrap();
+    assert_eq!(alices.output, Some(json!({ "secret": 1 })));
     let after = h
         .runtime
         .store()
-        .get_action(&theirs)
+        .get_action("t1", &shared)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(after.version, before.version);
-    assert_eq!(after.tenant, "t1");
-    assert!(
-        h.runtime
-            .action_status(&mallory, &theirs, false, false, None)
+    assert_eq!(after.version, before.version, "alice's action is untouched");
+    for (reader, tenant) in [(&alice, "t1"), (&mallory, "t2")] {
+        let chain = h.runtime.receipt_chain(reader, &shared).await.unwrap();
+        assert!(!chain.receipts.is_empty());
+        let records = h
+            .runtime
+            .store()
+            .list_receipts(tenant, &shared, Limit::max())
             .await
-            .is_err(),
-        "and the other tenant's action stays invisible"
+            .unwrap();
+        assert!(records.iter().all(|r| r.tenant == tenant));
+        let events = h
+            .runtime
+            .store()
+            .list_events(
+                &EventQuery {
+                    tenant: tenant.into(),
+                    action_id: Some(shared.clone()),
+                    ..Default::default()
+                },
+                None,
+                Limit::max(),
+            )
+            .await
+            .unwrap()
+            .items;
+        assert!(!events.is_empty() && events.iter().all(|e| e.tenant == tenant));
+    }
+
+    // Inside one tenant, a different request under a used id is still refused.
+    let (status, reply) = h
+        .act(
+            &mallory,
+            None,
+            json!({ "id": shared, "capability_id": "cap:demo:echo", "input": { "other": 3 } }),
+        )
+        .await;
+    assert_eq!(status, 409, "{reply}");
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"],
+        "aip.action.duplicate_id"
     );
 }

@@ -142,7 +142,7 @@ async fn the_external_account_is_frozen_with_the_admitted_request_for_the_truste
     let record = h
         .runtime
         .store()
-        .get_action(&action_id)
+        .get_action("t1", &action_id)
         .await
         .unwrap()
         .unwrap();

@@ -29,7 +29,7 @@ async fn an_unsigned_envelope_outside_the_skew_window_is_refused_and_admits_noth
         assert!(
             h.runtime
                 .store()
-                .get_action(&action_id)
+                .get_action("t1", &action_id)
                 .await
                 .unwrap()
                 .is_none()

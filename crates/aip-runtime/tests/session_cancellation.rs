@@ -103,6 +103,7 @@ async fn cancelling_a_session_requests_cancellation_of_each_open_cancellable_act
                 principal: Some("svc:alice".into()),
                 action_id: None,
                 session_id: Some(session.clone()),
+                kinds: Vec::new(),
             },
             None,
             aip_store::Limit::max(),

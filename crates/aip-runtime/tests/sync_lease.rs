@@ -96,7 +96,7 @@ async fn dispatched(handler: &SlowWrite) {
 }
 
 async fn state_of(store: &Arc<dyn aip_store::Store>, action_id: &str) -> aip_store::ActionRecord {
-    store.get_action(action_id).await.unwrap().unwrap()
+    store.get_action("t", action_id).await.unwrap().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -49,6 +49,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "drop_superseded_event_indexes",
         sql: include_str!("../migrations/sqlite/0004_drop_superseded_event_indexes.sql"),
     },
+    Migration {
+        version: 5,
+        name: "tenant_scoped_action_ids",
+        sql: include_str!("../migrations/sqlite/0005_tenant_scoped_action_ids.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -62,6 +67,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 2,
         name: "event_positions",
         sql: include_str!("../migrations/postgres/0002_event_positions.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "tenant_scoped_action_ids",
+        sql: include_str!("../migrations/postgres/0003_tenant_scoped_action_ids.sql"),
     },
 ];
 

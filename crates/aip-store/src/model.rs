@@ -247,7 +247,8 @@ impl std::fmt::Display for WorkerId {
 /// An action to admit.
 #[derive(Debug, Clone)]
 pub struct NewAction {
-    /// The action id (unique).
+    /// The action id, unique within its tenant (another tenant's ids neither conflict nor show,
+    /// spec 22.6).
     pub action_id: String,
     /// Owning tenant (from trusted configuration, spec 22.6).
     pub tenant: String,
@@ -384,6 +385,8 @@ pub struct Lease {
     pub fence: Fence,
     /// Queue name.
     pub queue: String,
+    /// The job's tenant (with `action_id`, the action's key).
+    pub tenant: String,
     /// The action, if any.
     pub action_id: Option<String>,
     /// This claim's attempt number (1 for the first claim).
@@ -454,11 +457,20 @@ pub struct EventQuery {
     pub action_id: Option<String>,
     /// Only this session's events.
     pub session_id: Option<String>,
+    /// Only events of these kinds (all kinds when empty); at most [`EventQuery::MAX_KINDS`].
+    pub kinds: Vec<String>,
+}
+
+impl EventQuery {
+    /// Most kinds one query may filter on.
+    pub const MAX_KINDS: usize = 32;
 }
 
 /// A chunk to append (spec 11.6).
 #[derive(Debug, Clone)]
 pub struct NewChunk {
+    /// The action's tenant.
+    pub tenant: String,
     /// The action.
     pub action_id: String,
     /// Strictly increasing per action.
@@ -552,6 +564,8 @@ pub struct ReceiptRecord {
 /// An action lifecycle transition: compare-and-set on the current state (spec 11.5).
 #[derive(Debug, Clone)]
 pub struct Transition {
+    /// The action's tenant: with `action_id` the action's key (ids are unique per tenant, spec 22.6).
+    pub tenant: String,
     /// The action.
     pub action_id: String,
     /// States the action must currently be in.
@@ -737,6 +751,10 @@ pub struct NewAudit {
     pub actor: String,
     /// Action label (`session.closed`, ...).
     pub action_label: String,
+    /// The action the event is about, if any (a filter of audit queries).
+    pub action_id: Option<String>,
+    /// The session the event is about, if any (a filter of audit queries).
+    pub session_id: Option<String>,
     /// Time, epoch ms.
     pub occurred_at_ms: i64,
     /// Redacted data (identity context, ids).
@@ -756,6 +774,10 @@ pub struct AuditRecord {
     pub actor: String,
     /// Action label.
     pub action_label: String,
+    /// The action the event is about, if any.
+    pub action_id: Option<String>,
+    /// The session the event is about, if any.
+    pub session_id: Option<String>,
     /// Time, epoch ms.
     pub occurred_at_ms: i64,
     /// Data.
@@ -769,6 +791,14 @@ pub struct AuditQuery {
     pub tenant: String,
     /// Only this actor's events; `None` for tenant-wide readers.
     pub actor: Option<String>,
+    /// Only events about this action.
+    pub action_id: Option<String>,
+    /// Only events about this session.
+    pub session_id: Option<String>,
+    /// Only events at or after this time, epoch ms.
+    pub from_ms: Option<i64>,
+    /// Only events at or before this time, epoch ms.
+    pub to_ms: Option<i64>,
 }
 
 /// A generic application record (e.g. the demo booking capability's bookings).

@@ -75,6 +75,10 @@ suite!(
     a_named_job_is_claimed_only_when_claimable,
     active_actions_are_counted_per_session_under_the_readers_scope,
     a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_its_lease_lapses,
+    one_action_id_in_two_tenants_is_two_actions_with_their_own_jobs_chunks_and_receipts,
+    a_resume_token_presented_on_another_session_is_refused_and_stays_usable,
+    events_filter_by_kind_and_a_cursor_is_bound_to_its_filter,
+    audit_events_filter_by_action_session_and_time,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -319,6 +323,7 @@ mod cases {
 
     fn transition(id: &str, from: &[ActionState], to: ActionState) -> Transition {
         Transition {
+            tenant: "t1".into(),
             action_id: id.into(),
             from: from.to_vec(),
             to,
@@ -348,8 +353,14 @@ mod cases {
         assert_eq!(rec.state, ActionState::Queued);
         assert_eq!(rec.idempotency_key.as_deref(), Some("k1"));
         assert_eq!(rec.input_hash.as_deref(), Some("h1"));
-        assert_eq!(s.get_action("a1").await.unwrap().unwrap(), rec);
-        assert_eq!(s.list_receipts("a1", Limit::max()).await.unwrap().len(), 2);
+        assert_eq!(s.get_action("t1", "a1").await.unwrap().unwrap(), rec);
+        assert_eq!(
+            s.list_receipts("t1", "a1", Limit::max())
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
         assert_eq!(events_of(s, "t1").await.len(), 1);
         let res = s
             .get_idempotency("tenant:t1/cap:demo:book", "k1", T0)
@@ -376,7 +387,7 @@ mod cases {
             s.admit(bad).await,
             Err(StoreError::ReceiptChainConflict { .. })
         ));
-        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert!(s.get_action("t1", "a2").await.unwrap().is_none());
         assert!(
             s.get_idempotency("tenant:t1/cap:demo:book", "k2", T0)
                 .await
@@ -446,7 +457,7 @@ mod cases {
                 other => panic!("expected replay, got {other:?}"),
             }
         }
-        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert!(s.get_action("t1", "a2").await.unwrap().is_none());
         assert_eq!(
             events_of(s, "t1").await.len(),
             1,
@@ -479,7 +490,7 @@ mod cases {
                 other => panic!("expected conflict, got {other:?}"),
             }
         }
-        assert!(s.get_action("a2").await.unwrap().is_none());
+        assert!(s.get_action("t1", "a2").await.unwrap().is_none());
         // The same key in another scope is independent.
         let mut other = claim("k", "h1", CollisionBehavior::RejectConflict);
         other.scope = "tenant:t2/cap:demo:book".into();
@@ -518,8 +529,8 @@ mod cases {
             AdmissionOutcome::Conflict { reservation } => assert_eq!(reservation.input_hash, "h1"),
             other => panic!("expected conflict, got {other:?}"),
         }
-        assert!(s.get_action("a2").await.unwrap().is_none());
-        assert!(s.get_action("a3").await.unwrap().is_none());
+        assert!(s.get_action("t1", "a2").await.unwrap().is_none());
+        assert!(s.get_action("t1", "a3").await.unwrap().is_none());
     }
 
     pub async fn an_expired_reservation_is_taken_over_by_a_new_action(h: &Harness) {
@@ -546,7 +557,7 @@ mod cases {
             ("a2", "h2")
         );
         assert!(
-            s.get_action("a1").await.unwrap().is_some(),
+            s.get_action("t1", "a1").await.unwrap().is_some(),
             "the old action stays"
         );
         let mut expired = admission(
@@ -659,11 +670,17 @@ mod cases {
             Err(StoreError::NotFound { kind: "action" })
         ));
         assert_eq!(
-            s.get_action("a1").await.unwrap().unwrap().result,
+            s.get_action("t1", "a1").await.unwrap().unwrap().result,
             Some(json!({"ok": true}))
         );
         assert_eq!(events_of(s, "t1").await.len(), 2);
-        assert_eq!(s.list_receipts("a1", Limit::max()).await.unwrap().len(), 1);
+        assert_eq!(
+            s.list_receipts("t1", "a1", Limit::max())
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
         // Concurrent transitions from the same state: exactly one wins.
         admit_ok(s, admission("a2", None)).await;
         let st = s.clone();
@@ -696,7 +713,7 @@ mod cases {
             s.transition_action(t).await,
             Err(StoreError::ReceiptChainConflict { .. })
         ));
-        let a = s.get_action("a1").await.unwrap().unwrap();
+        let a = s.get_action("t1", "a1").await.unwrap().unwrap();
         assert_eq!((a.state, a.result), (ActionState::Accepted, None));
         assert_eq!(events_of(s, "t1").await.len(), 1);
     }
@@ -809,6 +826,7 @@ mod cases {
             Err(StoreError::StaleLease)
         ));
         let chunk = NewChunk {
+            tenant: "t1".into(),
             action_id: "a1".into(),
             sequence: 1,
             kind: "data".into(),
@@ -842,7 +860,7 @@ mod cases {
         ok.now_ms = late + 1;
         s.transition_action(ok).await.unwrap();
         assert_eq!(
-            s.get_action("a1").await.unwrap().unwrap().result,
+            s.get_action("t1", "a1").await.unwrap().unwrap().result,
             Some(json!({"from": "w2"}))
         );
         // The finished job is neither claimable nor writable.
@@ -1200,6 +1218,7 @@ mod cases {
     /// A `data` chunk of `action_id` at `seq`.
     fn data_chunk(action_id: &str, seq: u64, data: serde_json::Value) -> NewChunk {
         NewChunk {
+            tenant: "t1".into(),
             action_id: action_id.into(),
             sequence: seq,
             kind: "data".into(),
@@ -1246,7 +1265,7 @@ mod cases {
             })
         ));
         assert_eq!(
-            seqs(s.list_chunks("a1", None, Limit::max()).await.unwrap()),
+            seqs(s.list_chunks("t1", "a1", None, Limit::max()).await.unwrap()),
             [1, 2, 3, 4]
         );
         // Fenced: a lease that is not held writes nothing.
@@ -1270,7 +1289,7 @@ mod cases {
             [ChunkAppend::Inserted; 2]
         );
         assert_eq!(
-            seqs(s.list_chunks("a2", None, Limit::max()).await.unwrap()),
+            seqs(s.list_chunks("t1", "a2", None, Limit::max()).await.unwrap()),
             [1, 2]
         );
     }
@@ -1324,27 +1343,34 @@ mod cases {
         ));
         let seqs = |v: Vec<ChunkRecord>| v.into_iter().map(|c| c.sequence).collect::<Vec<_>>();
         assert_eq!(
-            seqs(s.list_chunks("a1", None, Limit::max()).await.unwrap()),
+            seqs(s.list_chunks("t1", "a1", None, Limit::max()).await.unwrap()),
             [1, 2, 5]
         );
         assert_eq!(
-            seqs(s.list_chunks("a1", Some(1), Limit::max()).await.unwrap()),
+            seqs(
+                s.list_chunks("t1", "a1", Some(1), Limit::max())
+                    .await
+                    .unwrap()
+            ),
             [2, 5]
         );
         assert_eq!(
             seqs(
-                s.list_chunks("a1", Some(1), Limit::new(1).unwrap())
+                s.list_chunks("t1", "a1", Some(1), Limit::new(1).unwrap())
                     .await
                     .unwrap()
             ),
             [2]
         );
         assert_eq!(
-            s.list_chunks("a1", Some(0), Limit::max()).await.unwrap()[0].data,
+            s.list_chunks("t1", "a1", Some(0), Limit::max())
+                .await
+                .unwrap()[0]
+                .data,
             json!("one")
         );
         assert!(
-            s.list_chunks("a1", Some(5), Limit::max())
+            s.list_chunks("t1", "a1", Some(5), Limit::max())
                 .await
                 .unwrap()
                 .is_empty()
@@ -1502,6 +1528,7 @@ mod cases {
         );
         let session = s
             .consume_resume_token(
+                "s1",
                 "secret-token-1",
                 Some(("secret-token-2", T0 + 2_000)),
                 T0 + 10,
@@ -1510,20 +1537,20 @@ mod cases {
             .unwrap();
         assert_eq!(session.session_id, "s1");
         assert!(matches!(
-            s.consume_resume_token("secret-token-1", None, T0 + 11)
+            s.consume_resume_token("s1", "secret-token-1", None, T0 + 11)
                 .await,
             Err(StoreError::ResumeTokenInvalid)
         ));
         assert!(
             matches!(
-                s.consume_resume_token("secret-token-2", None, T0 + 2_000)
+                s.consume_resume_token("s1", "secret-token-2", None, T0 + 2_000)
                     .await,
                 Err(StoreError::ResumeTokenInvalid)
             ),
             "expired"
         );
         assert!(matches!(
-            s.consume_resume_token("never-issued", None, T0).await,
+            s.consume_resume_token("s1", "never-issued", None, T0).await,
             Err(StoreError::ResumeTokenInvalid)
         ));
         s.issue_resume_token("s1", "secret-token-3", T0 + 1_000, T0)
@@ -1531,12 +1558,12 @@ mod cases {
             .unwrap();
         // A bad replacement aborts the consume: the old token stays usable.
         assert!(matches!(
-            s.consume_resume_token("secret-token-3", Some(("secret-token-3", T0 + 5)), T0)
+            s.consume_resume_token("s1", "secret-token-3", Some(("secret-token-3", T0 + 5)), T0)
                 .await,
             Err(StoreError::InvalidInput(_))
         ));
         assert!(
-            s.consume_resume_token("secret-token-3", None, T0 + 1)
+            s.consume_resume_token("s1", "secret-token-3", None, T0 + 1)
                 .await
                 .is_ok()
         );
@@ -1554,8 +1581,13 @@ mod cases {
         let outcomes = race(12, move |i| {
             let s = st.clone();
             async move {
-                s.consume_resume_token("tok", Some((&format!("next-{i}"), T0 + 20_000)), T0 + 1)
-                    .await
+                s.consume_resume_token(
+                    "s1",
+                    "tok",
+                    Some((&format!("next-{i}"), T0 + 20_000)),
+                    T0 + 1,
+                )
+                .await
             }
         })
         .await;
@@ -1648,13 +1680,13 @@ mod cases {
         s.append_receipt(receipt("r2", "c1", "h2", Some("h1")))
             .await
             .unwrap();
-        let chain = s.list_receipts("c1", Limit::max()).await.unwrap();
+        let chain = s.list_receipts("t1", "c1", Limit::max()).await.unwrap();
         assert_eq!(
             chain.iter().map(|r| r.hash.as_str()).collect::<Vec<_>>(),
             ["h0", "h1", "h2"]
         );
         assert_eq!(
-            s.list_receipts("c1", Limit::new(2).unwrap())
+            s.list_receipts("t1", "c1", Limit::new(2).unwrap())
                 .await
                 .unwrap()
                 .len(),
@@ -1691,7 +1723,13 @@ mod cases {
         })
         .await;
         assert_eq!(wins(&outcomes), 1);
-        assert_eq!(s.list_receipts("c1", Limit::max()).await.unwrap().len(), 2);
+        assert_eq!(
+            s.list_receipts("t1", "c1", Limit::max())
+                .await
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     pub async fn audit_events_are_append_only_and_reader_scoped(h: &Harness) {
@@ -1703,6 +1741,8 @@ mod cases {
             action_label: "session.closed".into(),
             occurred_at_ms: T0,
             data: json!({"id": id}),
+            action_id: None,
+            session_id: None,
         };
         let a1 = s.append_audit(au("au1", "t1", "alice")).await.unwrap();
         let a2 = s.append_audit(au("au2", "t1", "bob")).await.unwrap();
@@ -1717,6 +1757,10 @@ mod cases {
         let alice = AuditQuery {
             tenant: "t1".into(),
             actor: Some("alice".into()),
+            action_id: None,
+            session_id: None,
+            from_ms: None,
+            to_ms: None,
         };
         assert_eq!(
             ids(s.list_audit(&alice, None, Limit::max()).await.unwrap()),
@@ -1725,6 +1769,10 @@ mod cases {
         let t1 = AuditQuery {
             tenant: "t1".into(),
             actor: None,
+            action_id: None,
+            session_id: None,
+            from_ms: None,
+            to_ms: None,
         };
         let first = s
             .list_audit(&t1, None, Limit::new(1).unwrap())
@@ -1804,7 +1852,7 @@ mod cases {
         s.issue_resume_token("s1", "t-live", T0 + 1_000, T0)
             .await
             .unwrap();
-        s.consume_resume_token("t-used", None, T0 + 1)
+        s.consume_resume_token("s1", "t-used", None, T0 + 1)
             .await
             .unwrap();
         let report = s.purge_expired(T0 + 10).await.unwrap();
@@ -1829,7 +1877,7 @@ mod cases {
                 .is_some()
         );
         assert!(
-            s.consume_resume_token("t-live", None, T0 + 11)
+            s.consume_resume_token("s1", "t-live", None, T0 + 11)
                 .await
                 .is_ok()
         );
@@ -1976,8 +2024,8 @@ mod cases {
             .unwrap();
         let restarted = h.reopen().await.unwrap();
         assert_eq!(
-            restarted.get_action("a1").await.unwrap(),
-            s.get_action("a1").await.unwrap()
+            restarted.get_action("t1", "a1").await.unwrap(),
+            s.get_action("t1", "a1").await.unwrap()
         );
         let rest = restarted
             .list_events(&q, Some(&page.next_cursor), Limit::max())
@@ -2263,7 +2311,7 @@ mod cases {
             s.admit(bad).await,
             Err(StoreError::InvalidInput(_))
         ));
-        assert!(s.get_action("bad").await.unwrap().is_none());
+        assert!(s.get_action("t1", "bad").await.unwrap().is_none());
 
         // Node 1 admits a sync action already running under its own lease, in one transaction.
         let mut a = admission("a1", None);
@@ -2379,4 +2427,357 @@ mod cases {
             ["b1"]
         );
     }
+
+    pub async fn one_action_id_in_two_tenants_is_two_actions_with_their_own_jobs_chunks_and_receipts(
+        h: &Harness,
+    ) {
+        let s = &h.store;
+        for (tenant, principal) in [("t1", "alice"), ("t2", "mallory")] {
+            let mut a = admission("shared", None);
+            a.action = new_action("shared", tenant, principal, ActionState::Queued);
+            a.events = vec![event(
+                &format!("ev-{tenant}"),
+                tenant,
+                Some(principal),
+                Some("shared"),
+            )];
+            a.job = Some(NewJob {
+                tenant: tenant.into(),
+                ..job(&format!("job-{tenant}"), Some("shared"), 5)
+            });
+            a.receipts = vec![NewReceipt {
+                tenant: tenant.into(),
+                principal: Some(principal.into()),
+                ..receipt(
+                    &format!("r-{tenant}"),
+                    "shared",
+                    &format!("h-{tenant}"),
+                    None,
+                )
+            }];
+            admit_ok(s, a).await;
+        }
+        let t1 = s.get_action("t1", "shared").await.unwrap().unwrap();
+        let t2 = s.get_action("t2", "shared").await.unwrap().unwrap();
+        assert_eq!(
+            (t1.principal.as_str(), t2.principal.as_str()),
+            ("alice", "mallory")
+        );
+        assert!(s.get_action("t3", "shared").await.unwrap().is_none());
+        // Chunks and receipt chains of the same id never mix.
+        for tenant in ["t1", "t2"] {
+            s.append_chunk(
+                NewChunk {
+                    tenant: tenant.into(),
+                    ..data_chunk("shared", 1, json!(tenant))
+                },
+                None,
+                T0,
+            )
+            .await
+            .unwrap();
+        }
+        let chunks = s
+            .list_chunks("t2", "shared", None, Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(chunks.len(), 1);
+        assert_eq!(chunks[0].data, json!("t2"));
+        let chain = s.list_receipts("t1", "shared", Limit::max()).await.unwrap();
+        assert_eq!(chain.len(), 1);
+        assert_eq!(chain[0].receipt_id, "r-t1");
+        // A transition of one tenant's action leaves the other's alone.
+        s.transition_action(Transition {
+            tenant: "t2".into(),
+            ..transition("shared", &[ActionState::Queued], ActionState::Cancelled)
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            s.get_action("t1", "shared").await.unwrap().unwrap().state,
+            ActionState::Queued
+        );
+        // Each job names its tenant, so a worker settles the right action.
+        let mut tenants = Vec::new();
+        while let Some(lease) = s
+            .claim("actions", &WorkerId::fresh(), T0, 1_000)
+            .await
+            .unwrap()
+        {
+            assert_eq!(lease.action_id.as_deref(), Some("shared"));
+            tenants.push(lease.tenant);
+        }
+        tenants.sort();
+        assert_eq!(tenants, ["t1", "t2"]);
+        // The same id twice in one tenant is still a duplicate.
+        let mut again = admission("shared", None);
+        again.action = new_action("shared", "t1", "bob", ActionState::Accepted);
+        again.events = vec![];
+        assert!(matches!(
+            s.admit(again).await,
+            Err(StoreError::Duplicate { kind: "action" })
+        ));
+    }
+
+    pub async fn a_resume_token_presented_on_another_session_is_refused_and_stays_usable(
+        h: &Harness,
+    ) {
+        let s = &h.store;
+        for id in ["s1", "s2"] {
+            s.create_session(new_session(id, "alice"), vec![])
+                .await
+                .unwrap();
+        }
+        s.issue_resume_token("s1", "tok-of-s1", T0 + 1_000, T0)
+            .await
+            .unwrap();
+        assert!(matches!(
+            s.consume_resume_token("s2", "tok-of-s1", None, T0 + 1)
+                .await,
+            Err(StoreError::ResumeTokenInvalid)
+        ));
+        let resumed = s
+            .consume_resume_token("s1", "tok-of-s1", None, T0 + 2)
+            .await
+            .unwrap();
+        assert_eq!(resumed.session_id, "s1", "the token was not consumed");
+    }
+
+    pub async fn events_filter_by_kind_and_a_cursor_is_bound_to_its_filter(h: &Harness) {
+        let s = &h.store;
+        let kinded = |id: &str, kind: &str| NewEvent {
+            kind: kind.into(),
+            ..event(id, "t1", Some("alice"), Some("a1"))
+        };
+        s.append_events(vec![
+            kinded("k1", "aip.action.accepted"),
+            kinded("k2", "aip.action.completed"),
+            kinded("k3", "aip.action.accepted"),
+            kinded("k4", "aip.session.created"),
+        ])
+        .await
+        .unwrap();
+        let ids = |p: &Page<EventRecord>| {
+            p.items
+                .iter()
+                .map(|e| e.event_id.clone())
+                .collect::<Vec<_>>()
+        };
+        let accepted = EventQuery {
+            tenant: "t1".into(),
+            kinds: vec!["aip.action.accepted".into()],
+            ..Default::default()
+        };
+        let first = s
+            .list_events(&accepted, None, Limit::new(1).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(ids(&first), ["k1"]);
+        let next = s
+            .list_events(&accepted, Some(&first.next_cursor), Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(ids(&next), ["k3"]);
+        let two = EventQuery {
+            kinds: vec!["aip.session.created".into(), "aip.action.completed".into()],
+            ..accepted.clone()
+        };
+        assert_eq!(
+            ids(&s.list_events(&two, None, Limit::max()).await.unwrap()),
+            ["k2", "k4"]
+        );
+        // A cursor from a filtered list is not valid for another filter, nor for no filter.
+        for other in [
+            two,
+            EventQuery {
+                kinds: vec![],
+                ..accepted.clone()
+            },
+        ] {
+            assert!(matches!(
+                s.list_events(&other, Some(&first.next_cursor), Limit::max())
+                    .await,
+                Err(StoreError::ForeignCursor | StoreError::InvalidCursor)
+            ));
+        }
+        let too_many = EventQuery {
+            kinds: (0..=EventQuery::MAX_KINDS)
+                .map(|i| format!("k{i}"))
+                .collect(),
+            ..accepted
+        };
+        assert!(matches!(
+            s.list_events(&too_many, None, Limit::max()).await,
+            Err(StoreError::InvalidInput(_))
+        ));
+    }
+
+    pub async fn audit_events_filter_by_action_session_and_time(h: &Harness) {
+        let s = &h.store;
+        let au = |id: &str, action: Option<&str>, session: Option<&str>, at: i64| NewAudit {
+            audit_id: id.into(),
+            tenant: "t1".into(),
+            actor: "alice".into(),
+            action_label: "action.cancel_requested".into(),
+            action_id: action.map(Into::into),
+            session_id: session.map(Into::into),
+            occurred_at_ms: at,
+            data: json!({}),
+        };
+        for a in [
+            au("x1", Some("a1"), None, T0),
+            au("x2", Some("a2"), Some("s1"), T0 + 10),
+            au("x3", None, Some("s1"), T0 + 20),
+            au("x4", Some("a1"), None, T0 + 30),
+        ] {
+            s.append_audit(a).await.unwrap();
+        }
+        let ids =
+            |p: Page<AuditRecord>| p.items.into_iter().map(|a| a.audit_id).collect::<Vec<_>>();
+        let all = AuditQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        let query = |f: fn(&mut AuditQuery)| {
+            let mut q = all.clone();
+            f(&mut q);
+            q
+        };
+        let by_action = query(|q| q.action_id = Some("a1".into()));
+        assert_eq!(
+            ids(s.list_audit(&by_action, None, Limit::max()).await.unwrap()),
+            ["x1", "x4"]
+        );
+        let by_session = query(|q| q.session_id = Some("s1".into()));
+        assert_eq!(
+            ids(s.list_audit(&by_session, None, Limit::max()).await.unwrap()),
+            ["x2", "x3"]
+        );
+        let window = query(|q| {
+            q.from_ms = Some(T0 + 10);
+            q.to_ms = Some(T0 + 20);
+        });
+        assert_eq!(
+            ids(s.list_audit(&window, None, Limit::max()).await.unwrap()),
+            ["x2", "x3"]
+        );
+        let record = s.list_audit(&by_action, None, Limit::max()).await.unwrap();
+        assert_eq!(record.items[0].action_id.as_deref(), Some("a1"));
+    }
+}
+
+/// The schema before action ids became tenant-scoped (`migrations`, as the bookkeeping table
+/// records them) with the rows of `data/pre_tenant_keys.sql`: what an upgrade starts from.
+fn pre_tenant_keys(migrations: &[(i64, &str, &str)]) -> String {
+    use sha2::Digest;
+    let mut prepare = String::from(
+        "CREATE TABLE IF NOT EXISTS aip_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, \
+         checksum TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);\n",
+    );
+    for (version, name, sql) in migrations {
+        let checksum: String = sha2::Sha256::digest(sql.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        prepare.push_str(sql);
+        prepare.push_str(&format!(
+            "\nINSERT INTO aip_migrations VALUES ({version}, '{name}', '{checksum}', 0);\n"
+        ));
+    }
+    prepare.push_str(include_str!("data/pre_tenant_keys.sql"));
+    prepare
+}
+
+/// After the upgrade the old rows are read under their tenant, and the append-only guards hold.
+async fn the_pre_tenant_rows_are_kept_under_their_tenant(h: &Harness) {
+    let s = &h.store;
+    assert_eq!(
+        s.get_action("t1", "a1").await.unwrap().unwrap().state,
+        ActionState::Queued
+    );
+    assert!(s.get_action("t2", "a1").await.unwrap().is_none());
+    let chunks = s.list_chunks("t1", "a1", None, Limit::max()).await.unwrap();
+    assert_eq!(chunks.len(), 1);
+    let chain = s.list_receipts("t1", "a1", Limit::max()).await.unwrap();
+    assert_eq!(chain.len(), 1);
+    let lease = s
+        .claim("actions", &WorkerId::fresh(), 2, 1_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (lease.tenant.as_str(), lease.action_id.as_deref()),
+        ("t1", Some("a1"))
+    );
+    let audit = AuditQuery {
+        tenant: "t1".into(),
+        action_id: Some("a1".into()),
+        ..Default::default()
+    };
+    let found = s.list_audit(&audit, None, Limit::max()).await.unwrap();
+    assert_eq!(
+        found.items.len(),
+        1,
+        "the audit record's action was filled in"
+    );
+    assert!(
+        h.raw_exec("DELETE FROM aip_receipts").await.is_err(),
+        "receipts stay append-only"
+    );
+    assert!(
+        h.raw_exec("DELETE FROM aip_audit").await.is_err(),
+        "audit stays append-only"
+    );
+}
+
+/// A SQLite store written before action ids became tenant-scoped (migrations 1-4) keeps its rows
+/// through migration 5 and gains the tenant keys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_store_written_before_tenant_scoped_action_ids_keeps_its_data_under_tenant_keys() {
+    let prepare = pre_tenant_keys(&[
+        (
+            1,
+            "init",
+            include_str!("../migrations/sqlite/0001_init.sql"),
+        ),
+        (
+            2,
+            "event_positions",
+            include_str!("../migrations/sqlite/0002_event_positions.sql"),
+        ),
+        (
+            3,
+            "event_counter_trigger",
+            include_str!("../migrations/sqlite/0003_event_counter_trigger.sql"),
+        ),
+        (
+            4,
+            "drop_superseded_event_indexes",
+            include_str!("../migrations/sqlite/0004_drop_superseded_event_indexes.sql"),
+        ),
+    ]);
+    let h = Harness::sqlite_from(Some(&prepare)).await;
+    the_pre_tenant_rows_are_kept_under_their_tenant(&h).await;
+}
+
+/// The same upgrade on PostgreSQL (migrations 1-2, then 3).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_store_written_before_tenant_scoped_action_ids_keeps_its_data_under_tenant_keys()
+{
+    let prepare = pre_tenant_keys(&[
+        (
+            1,
+            "init",
+            include_str!("../migrations/postgres/0001_init.sql"),
+        ),
+        (
+            2,
+            "event_positions",
+            include_str!("../migrations/postgres/0002_event_positions.sql"),
+        ),
+    ]);
+    let Some(h) = Harness::postgres_from(Some(&prepare)).await else {
+        return;
+    };
+    the_pre_tenant_rows_are_kept_under_their_tenant(&h).await;
 }

@@ -45,6 +45,7 @@ impl Runtime {
                 now,
             );
             let transition = Transition {
+                tenant: record.tenant.clone(),
                 action_id: record.action_id.clone(),
                 from: vec![
                     ActionState::Accepted,
@@ -73,10 +74,14 @@ impl Runtime {
                 "action.cancel_requested",
                 now,
                 json!({ "action_id": record.action_id }),
+                (Some(&record.action_id), record.session_id.as_deref()),
             )
             .await;
         }
-        if let Some(token) = self.running().get(action_id) {
+        if let Some(token) = self
+            .running()
+            .get(&(record.tenant.clone(), record.action_id.clone()))
+        {
             token.cancel();
         }
         self.notify_work();

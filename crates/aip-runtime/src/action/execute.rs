@@ -35,16 +35,15 @@ impl Runtime {
         let token = CancellationToken::new();
         let mut ctx = trusted_context(record, token.clone())?;
         if ctx.mode == Mode::Streaming {
-            ctx.chunks =
-                ChunkSink::streaming(Arc::clone(self.store()), &record.action_id, fence.cloned());
+            ctx.chunks = ChunkSink::streaming(Arc::clone(self.store()), record, fence.cloned());
         }
         let input = record
             .request
             .pointer("/action/input")
             .cloned()
             .ok_or_else(|| corrupt(record, "the stored request has no action input"))?;
-        self.running()
-            .insert(record.action_id.clone(), token.clone());
+        let running_key = (record.tenant.clone(), record.action_id.clone());
+        self.running().insert(running_key.clone(), token.clone());
         let mutation = capability.handler.support().mutation;
         let invoke = async {
             if ctx.remaining().is_zero() {
@@ -83,12 +82,12 @@ impl Runtime {
                     outcome = &mut invoke => outcome,
                     // The lease was lost (another worker took it over): the handler runs on, but its
                     // commit below is refused by the fence.
-                    () = self.keep_action_lease(fence, &record.action_id, &token) => invoke.await,
+                    () = self.keep_action_lease(fence, record, &token) => invoke.await,
                 }
             }
             None => invoke.await,
         };
-        self.running().remove(&record.action_id);
+        self.running().remove(&running_key);
         ctx.chunks.finish(&outcome).await;
         let settled = result::settle(capability, &record.action_id, outcome);
         let now = now_ms();
@@ -119,16 +118,24 @@ impl Runtime {
 
     /// Renews the lease while the handler runs and relays a cancellation recorded by another node to
     /// the handler's `token`. Returns only when the lease is lost.
-    async fn keep_action_lease(&self, fence: &Fence, action_id: &str, token: &CancellationToken) {
+    async fn keep_action_lease(
+        &self,
+        fence: &Fence,
+        record: &ActionRecord,
+        token: &CancellationToken,
+    ) {
         crate::worker::keep_lease(self, fence, || async {
-            if let Ok(Some(record)) = self.store().get_action(action_id).await
-                && record.state == ActionState::Cancelling
+            if let Ok(Some(now)) = self
+                .store()
+                .get_action(&record.tenant, &record.action_id)
+                .await
+                && now.state == ActionState::Cancelling
             {
                 token.cancel();
             }
         })
         .await;
-        tracing::warn!(action = %action_id, "lease lost while the handler ran");
+        tracing::warn!(action = %record.action_id, "lease lost while the handler ran");
     }
 
     /// Settles `record` without running its handler (it must not or cannot run), under `fence`.
@@ -183,6 +190,7 @@ impl Runtime {
         }
         let event = action_event(&format!("aip.action.{}", state.as_str()), record, data, now);
         let transition = Transition {
+            tenant: record.tenant.clone(),
             action_id: record.action_id.clone(),
             from,
             to: state,

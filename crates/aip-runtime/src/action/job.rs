@@ -54,7 +54,7 @@ impl JobKind for ActionJobs {
         // Out of attempts: settle the action now rather than at some later boot. When this fails
         // too (the store is down, or the lease was lost) the sweep settles it later.
         let settled = match lease.action_id.as_deref() {
-            Some(action_id) => match runtime.store().get_action(action_id).await {
+            Some(action_id) => match runtime.store().get_action(&lease.tenant, action_id).await {
                 Ok(Some(record)) if !record.state.is_terminal() => {
                     runtime.settle_unfinishable(&record, Some(lease)).await
                 }
@@ -92,7 +92,7 @@ impl Runtime {
                 .await?;
             return Ok(());
         };
-        let Some(record) = self.store().get_action(action_id).await? else {
+        let Some(record) = self.store().get_action(&lease.tenant, action_id).await? else {
             self.store()
                 .fail_job(fence, now_ms(), None, "action missing")
                 .await?;
@@ -170,6 +170,7 @@ impl Runtime {
                         now,
                     );
                     let transition = Transition {
+                        tenant: record.tenant.clone(),
                         action_id: record.action_id.clone(),
                         from: vec![record.state],
                         to: ActionState::Running,

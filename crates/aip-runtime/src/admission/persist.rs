@@ -135,7 +135,8 @@ pub(crate) async fn admit(
         // node's recovery touches it while the lease lives, and if this node dies a worker elsewhere
         // takes the lapsed lease over (never re-running a mutation).
         job: Some(NewJob {
-            job_id: format!("job_{action_id}"),
+            // Job ids are store-wide: action ids are unique only within their tenant.
+            job_id: aip_core::generate_with_prefix("job_"),
             queue: ACTION_QUEUE.into(),
             action_id: Some(action_id.clone()),
             tenant: caller.tenant.clone(),
@@ -190,7 +191,7 @@ async fn resend_of(
 ) -> Result<Option<Admission>, RuntimeError> {
     let original = runtime
         .store()
-        .get_action(request.action.id.as_str())
+        .get_action(&caller.tenant, request.action.id.as_str())
         .await?;
     Ok(original
         .filter(|original| is_resend(caller, request, original))

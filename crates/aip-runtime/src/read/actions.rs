@@ -52,7 +52,7 @@ impl Runtime {
             record = self.wait_terminal(caller, record, wait).await?;
         }
         let chain = if include_receipts {
-            Some(self.chain_of(&record.action_id).await?)
+            Some(self.chain_of(&record.tenant, &record.action_id).await?)
         } else {
             None
         };
@@ -133,7 +133,7 @@ impl Runtime {
         let mut actions = Vec::with_capacity(page.items.len());
         for record in &page.items {
             let chain = if request.include_receipts {
-                Some(self.chain_of(&record.action_id).await?)
+                Some(self.chain_of(&record.tenant, &record.action_id).await?)
             } else {
                 None
             };
@@ -149,11 +149,15 @@ impl Runtime {
 
     pub(crate) async fn chain_of(
         &self,
+        tenant: &str,
         chain_id: &str,
     ) -> Result<aip_core::ReceiptChain, RuntimeError> {
         views::chain(
             chain_id,
-            &self.store().list_receipts(chain_id, Limit::max()).await?,
+            &self
+                .store()
+                .list_receipts(tenant, chain_id, Limit::max())
+                .await?,
         )
     }
 }

@@ -1,5 +1,6 @@
-//! Audit browsing (spec 18.3): needs `audit:read`; scoped to the reader's tenant. Export (16.7) is a
-//! separate operation with its own authority and is not offered here.
+//! Audit browsing (spec 18.3): needs `audit:read`; scoped to the reader's tenant; filters by
+//! principal, action, session and time. Export (16.7) is a separate operation with its own authority
+//! and is not offered here.
 
 use aip_core::{AuditEvent, AuditQueryRequest, AuditQueryResult, PrincipalKind};
 use aip_store::AuditQuery;
@@ -26,24 +27,31 @@ impl Runtime {
                 "audit export is a separate operation that needs audit:export; it is not offered",
             ));
         }
-        if request.action_id.is_some()
-            || request.session_id.is_some()
-            || request.transaction_id.is_some()
-            || request.from.is_some()
-            || request.to.is_some()
-            || request.include_receipts
-        {
-            return Err(RuntimeError::InvalidQuery(
-                "audit filters other than principal_id are not supported by this store yet",
-            ));
-        }
         let limit = self.limit(request.limit)?;
+        // No audit event of this runtime is about a transaction: that filter matches nothing.
+        if request.transaction_id.is_some() {
+            return Ok(AuditQueryResult {
+                events: Vec::new(),
+                receipt_chains: Vec::new(),
+                cursor: None,
+            });
+        }
+        let millis = |t: Option<&aip_core::Timestamp>| match t {
+            Some(t) => t.unix_millis().map(Some).ok_or(RuntimeError::InvalidQuery(
+                "from and to must be valid instants",
+            )),
+            None => Ok(None),
+        };
         let page = self
             .store()
             .list_audit(
                 &AuditQuery {
                     tenant: caller.tenant.clone(),
                     actor: request.principal_id.as_ref().map(|p| p.as_str().to_owned()),
+                    action_id: request.action_id.as_ref().map(|a| a.as_str().to_owned()),
+                    session_id: request.session_id.as_ref().map(|s| s.as_str().to_owned()),
+                    from_ms: millis(request.from.as_ref())?,
+                    to_ms: millis(request.to.as_ref())?,
                 },
                 request.cursor.as_deref(),
                 limit,
@@ -63,9 +71,22 @@ impl Runtime {
                 })
             })
             .collect::<Result<Vec<_>, RuntimeError>>()?;
+        // With `include_receipts`, the chains of the actions the page's events are about, once each
+        // and only those the reader may read.
+        let mut receipt_chains = Vec::new();
+        if request.include_receipts {
+            let mut seen = std::collections::BTreeSet::new();
+            for action_id in page.items.iter().filter_map(|a| a.action_id.as_deref()) {
+                if seen.insert(action_id)
+                    && let Ok(chain) = self.receipt_chain(caller, action_id).await
+                {
+                    receipt_chains.push(chain);
+                }
+            }
+        }
         Ok(AuditQueryResult {
             events,
-            receipt_chains: Vec::new(),
+            receipt_chains,
             cursor: Some(page.next_cursor),
         })
     }

@@ -13,9 +13,6 @@ use crate::error::RuntimeError;
 use crate::read::{WAIT_POLL, views};
 use crate::runtime::Runtime;
 
-/// Most kinds one event query may filter on.
-pub(crate) const MAX_KINDS: usize = 32;
-
 impl Runtime {
     /// `action_events_request`: the action's events after the cursor (spec 16.5), only of `kinds`
     /// when given, waiting up to `wait_ms` for one when there is none yet. The first page carries
@@ -29,16 +26,9 @@ impl Runtime {
         self.check_tenant(caller, request.tenant_id.as_deref())?;
         let action_id = request.action_id.as_str();
         let record = self.visible_action(caller, action_id).await?;
-        let query = reader_events(caller, Some(record.action_id.clone()));
-        let kinds = kinds(&request.kinds)?;
+        let query = reader_events(caller, Some(record.action_id.clone()), &request.kinds)?;
         let (events, next) = self
-            .events_page(
-                &query,
-                kinds,
-                request.cursor.as_deref(),
-                request.limit,
-                wait_ms,
-            )
+            .events_page(&query, request.cursor.as_deref(), request.limit, wait_ms)
             .await?;
         // Read again: the terminal flag must not predate the events returned.
         let record = self.visible_action(caller, action_id).await?;
@@ -56,23 +46,17 @@ impl Runtime {
         })
     }
 
-    /// `event_stream_request`: the reader's global event feed (spec 16.1-16.2).
+    /// `event_stream_request`: the reader's global event feed (spec 16.1-16.2), only of `kinds` when
+    /// given.
     pub async fn read_events(
         &self,
         caller: &Caller,
         request: &EventStreamRequest,
         wait_ms: Option<u64>,
     ) -> Result<EventStream, RuntimeError> {
-        let query = reader_events(caller, None);
-        let kinds = kinds(&request.kinds)?;
+        let query = reader_events(caller, None, &request.kinds)?;
         let (events, next) = self
-            .events_page(
-                &query,
-                kinds,
-                request.cursor.as_deref(),
-                request.limit,
-                wait_ms,
-            )
+            .events_page(&query, request.cursor.as_deref(), request.limit, wait_ms)
             .await?;
         Ok(EventStream {
             events,
@@ -83,18 +67,12 @@ impl Runtime {
     async fn events_page(
         &self,
         query: &EventQuery,
-        kinds: &[String],
         cursor: Option<&str>,
         limit: Option<u32>,
         wait_ms: Option<u64>,
     ) -> Result<(Vec<Event>, String), RuntimeError> {
         let limit = self.limit(limit)?;
         let wait = self.check_wait(wait_ms)?;
-        if !kinds.is_empty() {
-            return Err(RuntimeError::InvalidQuery(
-                "the kinds filter is not supported by this store yet",
-            ));
-        }
         let deadline = Instant::now() + Duration::from_millis(wait);
         let mut watch = self.store().watch_changes();
         loop {
@@ -109,22 +87,22 @@ impl Runtime {
     }
 }
 
-/// The events `caller` may read, of one action or all.
-fn reader_events(caller: &Caller, action_id: Option<String>) -> EventQuery {
-    EventQuery {
-        tenant: caller.tenant.clone(),
-        principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
-        action_id,
-        session_id: None,
-    }
-}
-
-/// A kinds filter, bounded.
-fn kinds(kinds: &[String]) -> Result<&[String], RuntimeError> {
-    if kinds.len() > MAX_KINDS || kinds.iter().any(|k| k.is_empty() || k.len() > 128) {
+/// The events `caller` may read, of one action or all, only of `kinds` (bounded) when given.
+fn reader_events(
+    caller: &Caller,
+    action_id: Option<String>,
+    kinds: &[String],
+) -> Result<EventQuery, RuntimeError> {
+    if kinds.len() > EventQuery::MAX_KINDS || kinds.iter().any(|k| k.is_empty() || k.len() > 128) {
         return Err(RuntimeError::InvalidQuery(
             "kinds: at most 32 non-empty kinds of at most 128 bytes",
         ));
     }
-    Ok(kinds)
+    Ok(EventQuery {
+        tenant: caller.tenant.clone(),
+        principal: (!caller.reads_whole_tenant()).then(|| caller.id.clone()),
+        action_id,
+        session_id: None,
+        kinds: kinds.to_vec(),
+    })
 }

@@ -28,7 +28,7 @@ impl Runtime {
         caller: &Caller,
         action_id: &str,
     ) -> Result<ActionRecord, RuntimeError> {
-        match self.store().get_action(action_id).await? {
+        match self.store().get_action(&caller.tenant, action_id).await? {
             Some(record) if caller.may_read(&record.tenant, &record.principal) => Ok(record),
             _ => Err(RuntimeError::NotFound("action")),
         }

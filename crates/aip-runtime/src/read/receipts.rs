@@ -39,7 +39,10 @@ impl Runtime {
         caller: &Caller,
         chain_id: &str,
     ) -> Result<ReceiptChain, RuntimeError> {
-        let records = self.store().list_receipts(chain_id, Limit::max()).await?;
+        let records = self
+            .store()
+            .list_receipts(&caller.tenant, chain_id, Limit::max())
+            .await?;
         match records.first() {
             Some(first)
                 if caller.may_read(

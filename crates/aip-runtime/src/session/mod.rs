@@ -123,6 +123,7 @@ impl Runtime {
             "session.cancel_requested",
             now,
             json!({ "session_id": session.session_id, "requested": requested.len() }),
+            (None, Some(&session.session_id)),
         )
         .await;
         Ok(SessionCancellation {
@@ -392,6 +393,7 @@ impl Runtime {
             "session.closed",
             now,
             json!({ "session_id": session_id }),
+            (None, Some(session_id)),
         )
         .await;
         self.session_view_for(caller, &current).await
@@ -440,7 +442,12 @@ impl Runtime {
         let replacement = new_resume_token()?;
         let resumed = self
             .store()
-            .consume_resume_token(token, Some((&replacement, now + SESSION_TTL_MS)), now)
+            .consume_resume_token(
+                &session.session_id,
+                token,
+                Some((&replacement, now + SESSION_TTL_MS)),
+                now,
+            )
             .await?;
         if resumed.session_id != session.session_id {
             return Err(RuntimeError::ResumeTokenInvalid);
@@ -450,6 +457,7 @@ impl Runtime {
             principal: Some(caller.id.clone()),
             action_id: None,
             session_id: Some(session.session_id.clone()),
+            kinds: Vec::new(),
         };
         let page = self
             .store()

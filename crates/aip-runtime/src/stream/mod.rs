@@ -28,6 +28,7 @@ pub struct ChunkSink {
 
 struct SinkInner {
     store: Arc<dyn Store>,
+    tenant: String,
     action_id: String,
     fence: Option<Fence>,
     state: Mutex<SinkState>,
@@ -49,11 +50,16 @@ impl std::fmt::Debug for ChunkSink {
 
 impl ChunkSink {
     /// A sink persisting chunks of `action_id` (fenced by the worker's lease when set).
-    pub(crate) fn streaming(store: Arc<dyn Store>, action_id: &str, fence: Option<Fence>) -> Self {
+    pub(crate) fn streaming(
+        store: Arc<dyn Store>,
+        record: &aip_store::ActionRecord,
+        fence: Option<Fence>,
+    ) -> Self {
         Self {
             inner: Some(Arc::new(SinkInner {
                 store,
-                action_id: action_id.to_owned(),
+                tenant: record.tenant.clone(),
+                action_id: record.action_id.clone(),
                 fence,
                 state: Mutex::new(SinkState::default()),
             })),
@@ -122,6 +128,7 @@ impl ChunkSink {
                 })?;
                 done = kind == StreamChunkKind::Done;
                 batch.push(NewChunk {
+                    tenant: inner.tenant.clone(),
                     action_id: inner.action_id.clone(),
                     sequence,
                     kind: kind.as_str().to_owned(),
@@ -248,7 +255,7 @@ impl ActionFollower {
             let chunks = self
                 .runtime
                 .store()
-                .list_chunks(&self.action_id, Some(self.after), limit)
+                .list_chunks(&record.tenant, &self.action_id, Some(self.after), limit)
                 .await?;
             for chunk in chunks {
                 let parsed = serde_json::from_value::<StreamChunk>(chunk.data)
@@ -334,7 +341,7 @@ impl Runtime {
             let limit = Limit::new(1).map_err(RuntimeError::Storage)?;
             let at = self
                 .store()
-                .list_chunks(action_id, Some(after - 1), limit)
+                .list_chunks(&record.tenant, action_id, Some(after - 1), limit)
                 .await?;
             if at.first().map(|c| c.sequence) != Some(after) {
                 return Err(RuntimeError::InvalidCursor);
@@ -393,7 +400,7 @@ impl Runtime {
                 terminal: true,
             });
         };
-        let chunks = self.chunks_after(&record.action_id, after, limit).await?;
+        let chunks = self.chunks_after(&record, after, limit).await?;
         let last = chunks.last().map_or(after, |c| c.sequence);
         Ok(ChunkPage {
             cursor: self.stream_cursor(caller, &record.action_id, StreamPosition::After(last)),
@@ -413,17 +420,17 @@ impl Runtime {
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
         let limit = self.limit(Some(limit.unwrap_or(self.config().max_list_limit)))?;
         let record = self.visible_action(caller, action_id).await?;
-        self.chunks_after(&record.action_id, 0, limit).await
+        self.chunks_after(&record, 0, limit).await
     }
 
     async fn chunks_after(
         &self,
-        action_id: &str,
+        record: &aip_store::ActionRecord,
         after: u64,
         limit: Limit,
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
         self.store()
-            .list_chunks(action_id, Some(after), limit)
+            .list_chunks(&record.tenant, &record.action_id, Some(after), limit)
             .await?
             .into_iter()
             .map(|chunk| {

@@ -13,7 +13,7 @@ use crate::traits::ActionStore;
 /// One action by id.
 const SELECT_ACTION: &str = "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
-     FROM aip_actions WHERE action_id = $1";
+     FROM aip_actions WHERE tenant = $1 AND action_id = $2";
 
 #[async_trait]
 impl<D: Dialect> ActionStore for SqlStore<D> {
@@ -80,7 +80,8 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                         if !replay {
                             return Ok(AdmissionOutcome::Conflict { reservation });
                         }
-                        let original = tx_get_action::<D>(&mut *tx, &reservation.action_id)
+                        let original =
+                            tx_get_action::<D>(&mut *tx, &a.action.tenant, &reservation.action_id)
                             .await?
                             .ok_or_else(|| {
                                 StoreError::Corrupt(
@@ -138,6 +139,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                                 token: 1,
                             },
                             queue: job.queue.clone(),
+                            tenant: job.tenant.clone(),
                             action_id: job.action_id.clone(),
                             attempt: 1,
                             expires_at_ms: now.saturating_add(l.lease_ms),
@@ -173,8 +175,9 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
         .await
     }
 
-    async fn get_action(&self, action_id: &str) -> StoreResult<Option<ActionRecord>> {
+    async fn get_action(&self, tenant: &str, action_id: &str) -> StoreResult<Option<ActionRecord>> {
         let row = query(SELECT_ACTION)
+            .bind(tenant)
             .bind(action_id)
             .fetch_optional(self.reader())
             .await?;
@@ -274,12 +277,12 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                     None
                 } else {
                     let states = (0..from.len())
-                        .map(|i| format!("${}", i + 5))
+                        .map(|i| format!("${}", i + 6))
                         .collect::<Vec<_>>()
                         .join(", ");
                     let sql = format!(
                         "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
-                         WHERE action_id = $1 AND state IN ({states}) RETURNING \
+                         WHERE action_id = $1 AND tenant = $5 AND state IN ({states}) RETURNING \
                          action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
                          idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
                     );
@@ -287,7 +290,8 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                         .bind(&t.action_id)
                         .bind(t.to.as_str())
                         .bind(t.result.as_ref().map(Json))
-                        .bind(t.now_ms);
+                        .bind(t.now_ms)
+                        .bind(&t.tenant);
                     for state in &from {
                         q = q.bind(*state);
                     }
@@ -296,7 +300,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                 let record = match row {
                     Some(row) => action_record(&row)?,
                     None => {
-                        let current = tx_get_action::<D>(&mut *tx, &t.action_id)
+                        let current = tx_get_action::<D>(&mut *tx, &t.tenant, &t.action_id)
                             .await?
                             .ok_or(StoreError::NotFound { kind: "action" })?;
                         let actual = current.state.as_str().to_owned();
@@ -345,7 +349,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
              FROM aip_actions a \
              WHERE a.state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered') \
              AND a.created_at_ms <= $1 \
-             AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.action_id = a.action_id \
+             AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.tenant = a.tenant AND j.action_id = a.action_id \
                 AND (j.state = 'ready' OR (j.state = 'leased' AND (j.lease_expires_at_ms > $2 OR j.attempts < j.max_attempts)))) \
              ORDER BY a.seq LIMIT $3",
         )
@@ -361,9 +365,10 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
 /// One action by id inside a write, its row locked where the dialect locks rows.
 pub(super) async fn tx_get_action<D: Dialect>(
     tx: &mut dyn Tx,
+    tenant: &str,
     action_id: &str,
 ) -> StoreResult<Option<ActionRecord>> {
-    tx_get_locked::<D, _>(tx, SELECT_ACTION, action_id, action_record).await
+    tx_get_locked::<D, _>(tx, SELECT_ACTION, &[tenant, action_id], action_record).await
 }
 
 fn action_record(r: &Row) -> StoreResult<ActionRecord> {

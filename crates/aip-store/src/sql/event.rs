@@ -45,31 +45,52 @@ impl<D: Dialect> EventStore for SqlStore<D> {
         cursor: Option<&str>,
         limit: Limit,
     ) -> StoreResult<Page<EventRecord>> {
-        let scope = vec![
+        if q.kinds.len() > EventQuery::MAX_KINDS {
+            return Err(StoreError::InvalidInput(
+                "too many event kinds in one query",
+            ));
+        }
+        let mut kinds = q.kinds.clone();
+        kinds.sort();
+        kinds.dedup();
+        let mut scope = vec![
             q.tenant.clone(),
             opt_part(q.principal.as_deref()),
             opt_part(q.action_id.as_deref()),
             opt_part(q.session_id.as_deref()),
         ];
+        // A cursor is bound to its kinds filter too (cursors of unfiltered queries are unchanged).
+        if !kinds.is_empty() {
+            scope.push(format!("kinds\n{}", kinds.join("\n")));
+        }
         let page = ListCursor::open(&self.key, CursorKind::Events, scope, cursor)?;
+        let kind_filter = if kinds.is_empty() {
+            String::new()
+        } else {
+            let slots: Vec<String> = (0..kinds.len()).map(|i| format!("${}", i + 7)).collect();
+            format!(" AND kind IN ({})", slots.join(", "))
+        };
         // Listed by commit-ordered position only (see the dialects' `append_events`), so an event
         // committed later can never slip in behind a cursor.
-        let found = query(
+        let sql = format!(
             "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
              FROM aip_events WHERE tenant = $1 \
              AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
              AND (CAST($3 AS TEXT) IS NULL OR action_id = $3) \
-             AND (CAST($4 AS TEXT) IS NULL OR session_id = $4) \
-             AND pos > $5 ORDER BY pos LIMIT $6",
-        )
-        .bind(&q.tenant)
-        .bind(q.principal.as_deref())
-        .bind(q.action_id.as_deref())
-        .bind(q.session_id.as_deref())
-        .bind(page.after)
-        .bind(limit.as_i64())
-        .fetch_all(self.reader())
-        .await?;
+             AND (CAST($4 AS TEXT) IS NULL OR session_id = $4){kind_filter} \
+             AND pos > $5 ORDER BY pos LIMIT $6"
+        );
+        let mut statement = query(sql)
+            .bind(&q.tenant)
+            .bind(q.principal.as_deref())
+            .bind(q.action_id.as_deref())
+            .bind(q.session_id.as_deref())
+            .bind(page.after)
+            .bind(limit.as_i64());
+        for kind in &kinds {
+            statement = statement.bind(kind.as_str());
+        }
+        let found = statement.fetch_all(self.reader()).await?;
         page.page(&found, "pos", event_record)
     }
 
@@ -99,16 +120,17 @@ impl<D: Dialect> EventStore for SqlStore<D> {
                     super::job::tx_check_fence::<D>(&mut *tx, &fence, now_ms).await?;
                 }
                 let mut appended = Vec::with_capacity(chunks.len());
-                let mut checked: Option<String> = None;
+                let mut checked: Option<(&str, &str)> = None;
                 for chunk in &chunks {
-                    if checked.as_deref() != Some(chunk.action_id.as_str()) {
-                        if action::tx_get_action::<D>(&mut *tx, &chunk.action_id)
+                    let key = (chunk.tenant.as_str(), chunk.action_id.as_str());
+                    if checked != Some(key) {
+                        if action::tx_get_action::<D>(&mut *tx, key.0, key.1)
                             .await?
                             .is_none()
                         {
                             return Err(StoreError::NotFound { kind: "action" });
                         }
-                        checked = Some(chunk.action_id.clone());
+                        checked = Some(key);
                     }
                     appended.push(tx_append_chunk(&mut *tx, chunk).await?);
                 }
@@ -120,6 +142,7 @@ impl<D: Dialect> EventStore for SqlStore<D> {
 
     async fn list_chunks(
         &self,
+        tenant: &str,
         action_id: &str,
         after: Option<u64>,
         limit: Limit,
@@ -129,11 +152,13 @@ impl<D: Dialect> EventStore for SqlStore<D> {
             None => -1,
         };
         let found = query(
-            "SELECT action_id, seq, kind, data, created_at_ms FROM aip_chunks WHERE action_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            "SELECT action_id, seq, kind, data, created_at_ms FROM aip_chunks \
+             WHERE tenant = $4 AND action_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
         )
         .bind(action_id)
         .bind(after)
         .bind(limit.as_i64())
+        .bind(tenant)
         .fetch_all(self.reader())
         .await?;
         found.iter().map(chunk_record).collect()
@@ -162,11 +187,14 @@ pub(crate) fn bind_event_rows<'q>(mut q: Stmt<'q>, events: &'q [NewEvent]) -> St
 /// reported as such; other content under a used sequence is a conflict.
 async fn tx_append_chunk(tx: &mut dyn Tx, chunk: &NewChunk) -> StoreResult<ChunkAppend> {
     let seq = to_i64(chunk.sequence, "chunk sequence too large")?;
-    let existing = query("SELECT kind, data FROM aip_chunks WHERE action_id = $1 AND seq = $2")
-        .bind(&chunk.action_id)
-        .bind(seq)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let existing = query(
+        "SELECT kind, data FROM aip_chunks WHERE tenant = $3 AND action_id = $1 AND seq = $2",
+    )
+    .bind(&chunk.action_id)
+    .bind(seq)
+    .bind(&chunk.tenant)
+    .fetch_optional(&mut *tx)
+    .await?;
     if let Some(row) = existing {
         let kind: String = row.try_get("kind")?;
         let data = row.json("data")?;
@@ -178,8 +206,9 @@ async fn tx_append_chunk(tx: &mut dyn Tx, chunk: &NewChunk) -> StoreResult<Chunk
             })
         };
     }
-    let max = query("SELECT MAX(seq) AS last FROM aip_chunks WHERE action_id = $1")
+    let max = query("SELECT MAX(seq) AS last FROM aip_chunks WHERE tenant = $2 AND action_id = $1")
         .bind(&chunk.action_id)
+        .bind(&chunk.tenant)
         .fetch_one(&mut *tx)
         .await?;
     let last: Option<i64> = max.try_get("last")?;
@@ -192,13 +221,14 @@ async fn tx_append_chunk(tx: &mut dyn Tx, chunk: &NewChunk) -> StoreResult<Chunk
         });
     }
     let res = query(
-        "INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms) VALUES ($1, $2, $3, $4, $5)",
+        "INSERT INTO aip_chunks (action_id, seq, kind, data, created_at_ms, tenant) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(&chunk.action_id)
     .bind(seq)
     .bind(&chunk.kind)
     .bind(Json(&chunk.data))
     .bind(chunk.created_at_ms)
+    .bind(&chunk.tenant)
     .execute(&mut *tx)
     .await;
     match res {

@@ -19,7 +19,7 @@ const CLAIM_HEAD: &str = "UPDATE aip_jobs SET state = 'leased', lease_owner = $1
 
 /// The claim's update after the job pick's lock clause.
 const CLAIM_TAIL: &str =
-    ") RETURNING job_id, queue, action_id, fence, attempts, lease_expires_at_ms, payload";
+    ") RETURNING job_id, queue, tenant, action_id, fence, attempts, lease_expires_at_ms, payload";
 
 #[async_trait]
 impl<D: Dialect> JobStore for SqlStore<D> {
@@ -55,7 +55,7 @@ impl<D: Dialect> JobStore for SqlStore<D> {
              attempts = attempts + 1, updated_at_ms = $3 \
              WHERE job_id = $4 AND attempts < max_attempts \
              AND ((state = 'ready' AND available_at_ms <= $3) OR (state = 'leased' AND lease_expires_at_ms <= $3)) \
-             RETURNING job_id, queue, action_id, fence, attempts, lease_expires_at_ms, payload";
+             RETURNING job_id, queue, tenant, action_id, fence, attempts, lease_expires_at_ms, payload";
         lease_one(self, sql, job_id, worker, now_ms, lease_ms).await
     }
 
@@ -247,6 +247,7 @@ fn lease(r: &Row, worker: &WorkerId) -> StoreResult<Lease> {
             token: to_u64(r.try_get("fence")?, "fencing token")?,
         },
         queue: r.try_get("queue")?,
+        tenant: r.try_get("tenant")?,
         action_id: r.try_get("action_id")?,
         attempt: u32::try_from(attempts)
             .map_err(|_| StoreError::Corrupt("attempt count".into()))?,

@@ -78,13 +78,14 @@ impl<D> SqlStore<D> {
 async fn tx_get_locked<D: Dialect, T>(
     tx: &mut dyn Tx,
     sql: &'static str,
-    id: &str,
+    key: &[&str],
     decode: fn(&Row) -> StoreResult<T>,
 ) -> StoreResult<Option<T>> {
-    let row = query(locked::<D>(sql))
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let mut q = query(locked::<D>(sql));
+    for part in key {
+        q = q.bind(*part);
+    }
+    let row = q.fetch_optional(&mut *tx).await?;
     row.as_ref().map(decode).transpose()
 }
 

@@ -39,13 +39,19 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         .await
     }
 
-    async fn list_receipts(&self, chain_id: &str, limit: Limit) -> StoreResult<Vec<ReceiptRecord>> {
+    async fn list_receipts(
+        &self,
+        tenant: &str,
+        chain_id: &str,
+        limit: Limit,
+    ) -> StoreResult<Vec<ReceiptRecord>> {
         let found = query(
             "SELECT receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body \
-             FROM aip_receipts WHERE chain_id = $1 ORDER BY position LIMIT $2",
+             FROM aip_receipts WHERE tenant = $3 AND chain_id = $1 ORDER BY position LIMIT $2",
         )
         .bind(chain_id)
         .bind(limit.as_i64())
+        .bind(tenant)
         .fetch_all(self.reader())
         .await?;
         found.iter().map(receipt_record).collect()
@@ -72,8 +78,9 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
                 .await?;
                 let seq: i64 = row.try_get("value")?;
                 let row = query(
-                    "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data",
+                    "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                     RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id",
                 )
                 .bind(seq)
                 .bind(&a.audit_id)
@@ -82,6 +89,8 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
                 .bind(&a.action_label)
                 .bind(a.occurred_at_ms)
                 .bind(Json(&a.data))
+                .bind(a.action_id.as_deref())
+                .bind(a.session_id.as_deref())
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(|e| e.or_duplicate("audit event"))?;
@@ -97,16 +106,38 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         cursor: Option<&str>,
         limit: Limit,
     ) -> StoreResult<Page<AuditRecord>> {
-        let scope = vec![q.tenant.clone(), opt_part(q.actor.as_deref())];
+        let mut scope = vec![q.tenant.clone(), opt_part(q.actor.as_deref())];
+        // Cursors of queries without the later filters keep their scope.
+        if q.action_id.is_some()
+            || q.session_id.is_some()
+            || q.from_ms.is_some()
+            || q.to_ms.is_some()
+        {
+            scope.extend([
+                opt_part(q.action_id.as_deref()),
+                opt_part(q.session_id.as_deref()),
+                opt_part(q.from_ms.map(|t| t.to_string()).as_deref()),
+                opt_part(q.to_ms.map(|t| t.to_string()).as_deref()),
+            ]);
+        }
         let page = ListCursor::open(&self.key, CursorKind::Audit, scope, cursor)?;
         let found = query(
-            "SELECT seq, audit_id, tenant, actor, action_label, occurred_at_ms, data FROM aip_audit \
-             WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) AND seq > $3 ORDER BY seq LIMIT $4",
+            "SELECT seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
+             WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) \
+             AND (CAST($5 AS TEXT) IS NULL OR action_id = $5) \
+             AND (CAST($6 AS TEXT) IS NULL OR session_id = $6) \
+             AND (CAST($7 AS BIGINT) IS NULL OR occurred_at_ms >= $7) \
+             AND (CAST($8 AS BIGINT) IS NULL OR occurred_at_ms <= $8) \
+             AND seq > $3 ORDER BY seq LIMIT $4",
         )
         .bind(&q.tenant)
         .bind(q.actor.as_deref())
         .bind(page.after)
         .bind(limit.as_i64())
+        .bind(q.action_id.as_deref())
+        .bind(q.session_id.as_deref())
+        .bind(q.from_ms)
+        .bind(q.to_ms)
         .fetch_all(self.reader())
         .await?;
         page.page(&found, "seq", audit_record)
@@ -126,7 +157,7 @@ pub(super) async fn tx_append_receipts(
     while let Some(first) = rest.first() {
         let run = rest
             .iter()
-            .take_while(|r| r.chain_id == first.chain_id)
+            .take_while(|r| r.chain_id == first.chain_id && r.tenant == first.tenant)
             .count()
             .min(MAX_ROWS);
         let (chunk, tail) = rest.split_at(run);
@@ -138,9 +169,10 @@ pub(super) async fn tx_append_receipts(
             None => 0,
             Some(prev) => {
                 let last = query(
-                    "SELECT position, hash FROM aip_receipts WHERE chain_id = $1 ORDER BY position DESC LIMIT 1",
+                    "SELECT position, hash FROM aip_receipts WHERE tenant = $2 AND chain_id = $1 ORDER BY position DESC LIMIT 1",
                 )
                 .bind(&first.chain_id)
+                .bind(&first.tenant)
                 .fetch_optional(&mut *tx)
                 .await?;
                 match last {
@@ -224,6 +256,8 @@ fn audit_record(r: &Row) -> StoreResult<AuditRecord> {
         tenant: r.try_get("tenant")?,
         actor: r.try_get("actor")?,
         action_label: r.try_get("action_label")?,
+        action_id: r.try_get("action_id")?,
+        session_id: r.try_get("session_id")?,
         occurred_at_ms: r.try_get("occurred_at_ms")?,
         data: r.json("data")?,
     })

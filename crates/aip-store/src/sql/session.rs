@@ -167,26 +167,30 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
 
     async fn consume_resume_token(
         &self,
+        session_id: &str,
         token: &str,
         replacement: Option<(&str, i64)>,
         now_ms: i64,
     ) -> StoreResult<SessionRecord> {
+        let session_id = session_id.to_owned();
         let token = token.to_owned();
         let replacement = replacement.map(|(t, e)| (t.to_owned(), e));
         self.write(false, move |tx| {
             Box::pin(async move {
                 // The conditional update is the atomic consume: of two concurrent resumes, one
-                // updates the row and the other finds it consumed.
-                let row = query(
+                // updates the row and the other finds it consumed. A token of another session
+                // matches no row, so it stays unused.
+                query(
                     "UPDATE aip_resume_tokens SET consumed_at_ms = $2 \
-                     WHERE token_hash = $1 AND consumed_at_ms IS NULL AND expires_at_ms > $2 RETURNING session_id",
+                     WHERE token_hash = $1 AND session_id = $3 AND consumed_at_ms IS NULL AND expires_at_ms > $2 \
+                     RETURNING session_id",
                 )
                 .bind(secret_hash(&token))
                 .bind(now_ms)
+                .bind(&session_id)
                 .fetch_optional(&mut *tx)
                 .await?
                 .ok_or(StoreError::ResumeTokenInvalid)?;
-                let session_id: String = row.try_get("session_id")?;
                 if let Some((next, expires_at_ms)) = replacement {
                     if next.is_empty() || expires_at_ms <= now_ms || next == token {
                         return Err(StoreError::InvalidInput(
@@ -216,7 +220,7 @@ async fn tx_get_session<D: Dialect>(
     tx: &mut dyn Tx,
     session_id: &str,
 ) -> StoreResult<Option<SessionRecord>> {
-    tx_get_locked::<D, _>(tx, SELECT_SESSION, session_id, session_record).await
+    tx_get_locked::<D, _>(tx, SELECT_SESSION, &[session_id], session_record).await
 }
 
 fn session_record(r: &Row) -> StoreResult<SessionRecord> {

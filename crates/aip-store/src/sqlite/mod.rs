@@ -365,6 +365,7 @@ mod tests {
             principal: None,
             action_id: None,
             session_id: None,
+            kinds: Vec::new(),
         };
         let listed = b
             .list_events(&query, None, crate::model::Limit::max())

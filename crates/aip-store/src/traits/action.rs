@@ -13,8 +13,9 @@ pub trait ActionStore: Send + Sync + 'static {
     /// and the queue entry. A duplicate key resolves per its [`CollisionBehavior`] without writing.
     async fn admit(&self, admission: Admission) -> StoreResult<AdmissionOutcome>;
 
-    /// One action by id (the caller authorizes the reader against its tenant and principal).
-    async fn get_action(&self, action_id: &str) -> StoreResult<Option<ActionRecord>>;
+    /// One action of `tenant` by id (the caller authorizes the reader against its principal).
+    /// Action ids are unique per tenant: another tenant's action of the same id is never returned.
+    async fn get_action(&self, tenant: &str, action_id: &str) -> StoreResult<Option<ActionRecord>>;
 
     /// Actions visible under `query`, oldest first, after `cursor`.
     async fn list_actions(

@@ -59,9 +59,10 @@ pub trait EventStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> StoreResult<Vec<ChunkAppend>>;
 
-    /// An action's chunks after `after` (exclusive), in order.
+    /// The chunks of `tenant`'s action after `after` (exclusive), in order.
     async fn list_chunks(
         &self,
+        tenant: &str,
         action_id: &str,
         after: Option<u64>,
         limit: Limit,

@@ -11,8 +11,13 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// Appends one receipt, checking it extends its chain.
     async fn append_receipt(&self, receipt: NewReceipt) -> StoreResult<ReceiptRecord>;
 
-    /// A chain's receipts in order (at most `limit`).
-    async fn list_receipts(&self, chain_id: &str, limit: Limit) -> StoreResult<Vec<ReceiptRecord>>;
+    /// The receipts of `tenant`'s chain in order (at most `limit`); chain ids are unique per tenant.
+    async fn list_receipts(
+        &self,
+        tenant: &str,
+        chain_id: &str,
+        limit: Limit,
+    ) -> StoreResult<Vec<ReceiptRecord>>;
 
     /// One receipt by id.
     async fn get_receipt(&self, receipt_id: &str) -> StoreResult<Option<ReceiptRecord>>;

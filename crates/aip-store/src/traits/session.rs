@@ -39,11 +39,13 @@ pub trait SessionStore: Send + Sync + 'static {
         now_ms: i64,
     ) -> StoreResult<()>;
 
-    /// Atomically consumes a resume token (spec 10.5 step 2) and, when given, stores its replacement
-    /// in the same transaction. Returns the session; unknown, expired or used tokens are
-    /// [`crate::StoreError::ResumeTokenInvalid`].
+    /// Atomically consumes a resume token of `session_id` (spec 10.5 step 2) and, when given,
+    /// stores its replacement in the same transaction. Returns the session; unknown, expired or used
+    /// tokens, and tokens of another session, are [`crate::StoreError::ResumeTokenInvalid`], and a
+    /// token presented on the wrong session stays unused.
     async fn consume_resume_token(
         &self,
+        session_id: &str,
         token: &str,
         replacement: Option<(&str, i64)>,
         now_ms: i64,

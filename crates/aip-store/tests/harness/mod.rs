@@ -27,8 +27,27 @@ pub struct Harness {
 
 impl Harness {
     pub async fn sqlite() -> Harness {
+        Self::sqlite_from(None).await
+    }
+
+    /// [`Harness::sqlite`] on a database file that `prepare` (raw SQL, several statements) has set
+    /// up before the store first opens it: an older schema to upgrade, say.
+    pub async fn sqlite_from(prepare: Option<&str>) -> Harness {
         let dir = std::env::temp_dir().join(format!("aip-store-test-{}", uuid::Uuid::new_v4()));
         std::fs::create_dir_all(&dir).unwrap();
+        if let Some(prepare) = prepare {
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(dir.join("aip.db"))
+                .create_if_missing(true);
+            let mut c = sqlx::SqliteConnection::connect_with(&options)
+                .await
+                .unwrap();
+            sqlx::raw_sql(AssertSqlSafe(prepare.to_owned()))
+                .execute(&mut c)
+                .await
+                .unwrap();
+            c.close().await.unwrap();
+        }
         let location = Location::Sqlite { dir };
         let store = open(&location).await.unwrap();
         Harness { store, location }
@@ -37,6 +56,12 @@ impl Harness {
     /// `None` (after printing a SKIP notice) when `AIP_TEST_POSTGRES_URL` is unset or PostgreSQL
     /// does not answer there; under `CI=true` either fails the test ([`skip_or_fail`]).
     pub async fn postgres() -> Option<Harness> {
+        Self::postgres_from(None).await
+    }
+
+    /// [`Harness::postgres`] on a database that `prepare` (raw SQL, several statements) has set up
+    /// before the store first opens it: an older schema to upgrade, say.
+    pub async fn postgres_from(prepare: Option<&str>) -> Option<Harness> {
         let Ok(admin_url) = std::env::var("AIP_TEST_POSTGRES_URL") else {
             skip_or_fail("AIP_TEST_POSTGRES_URL is not set");
             return None;
@@ -57,6 +82,14 @@ impl Harness {
             .unwrap();
         admin.close().await.unwrap();
         let url = with_database(&admin_url, &db);
+        if let Some(prepare) = prepare {
+            let mut c = sqlx::PgConnection::connect(&url).await.unwrap();
+            sqlx::raw_sql(AssertSqlSafe(prepare.to_owned()))
+                .execute(&mut c)
+                .await
+                .unwrap();
+            c.close().await.unwrap();
+        }
         let location = Location::Postgres { admin_url, url, db };
         let store = open(&location).await.unwrap();
         Some(Harness { store, location })
