@@ -10,6 +10,47 @@ use serde_json::{Value, json};
 use support::nats::{nats_url, request};
 use support::{Client, Server, envelope, id, token_file};
 
+/// A node with NATS on, its reader principal's HTTP client and token, and its subject prefix.
+struct Node {
+    server: Server,
+    http: Client,
+    token: String,
+    url: String,
+    prefix: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    async fn start() -> Option<Node> {
+        let url = nats_url("serve_parity")?;
+        let dir = tempfile::tempdir().unwrap();
+        let token = id("tok");
+        let token_path = token_file(dir.path(), "reader.token", &token);
+        let domain = format!("p{}.example", id(""));
+        let config = dir.path().join("aip.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:reader\"\n\n\
+                 [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n",
+                token_path.display()
+            ),
+        )
+        .unwrap();
+        let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+        let http = server.client(&token);
+        let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+        Some(Node {
+            server,
+            http,
+            token,
+            url,
+            prefix,
+            _dir: dir,
+        })
+    }
+}
+
 /// One read: the envelope body, the REST path that asks the same, and the reply's body key.
 struct Read {
     name: &'static str,
@@ -247,29 +288,20 @@ fn table(session: &str, echo: &str, stream: &str, receipt: &str) -> Vec<Read> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_nats() {
-    let Some(url) = nats_url("serve_parity") else {
+    let Some(node) = Node::start().await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let token = id("tok");
-    let token_path = token_file(dir.path(), "reader.token", &token);
-    let domain = format!("p{}.example", id(""));
-    let config = dir.path().join("aip.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:reader\"\n\n\
-             [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n",
-            token_path.display()
-        ),
-    )
-    .unwrap();
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
-    let http = server.client(&token);
-    let (session, echo, stream, receipt) = setup(&http).await;
-    let mut socket = support::ws::connect(&server, &token).await;
-    let nats = async_nats::connect(&url).await.unwrap();
-    let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+    let Node {
+        server,
+        http,
+        token,
+        url,
+        prefix,
+        _dir,
+    } = &node;
+    let (session, echo, stream, receipt) = setup(http).await;
+    let mut socket = support::ws::connect(server, token).await;
+    let nats = async_nats::connect(url.as_str()).await.unwrap();
 
     for read in table(&session, &echo, &stream, &receipt) {
         let name = read.name;
@@ -296,5 +328,48 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         assert_eq!(over_http, rest, "{name}: envelope vs REST");
         assert_eq!(over_ws, rest, "{name}: WebSocket vs REST");
         assert_eq!(over_nats, rest, "{name}: NATS vs REST");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_re_sent_over_any_transport_is_answered_with_its_original_outcome() {
+    let Some(node) = Node::start().await else {
+        return;
+    };
+    let mut socket = support::ws::connect(&node.server, &node.token).await;
+    let nats = async_nats::connect(node.url.as_str()).await.unwrap();
+    let subject = format!("{}.aip_core_v1_action", node.prefix);
+    for (mode, first_ack) in [("sync", "accepted"), ("async", "queued")] {
+        let action = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "mode": mode, "input": { "mode": mode } });
+        let send = || envelope("aip.core.v1.action", json!({ "action": action }));
+        let (status, first) = node.http.post("/aip/v1/actions", &send()).await;
+        assert!(status == 200 || status == 202, "{first}");
+        let ack = |reply: &Value| {
+            reply["extensions"]["ack"]["status"]
+                .as_str()
+                .or_else(|| reply["body"]["ack"]["status"].as_str())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert_eq!(ack(&first), first_ack, "{first}");
+        let (status, over_http) = node.http.post("/aip/v1/actions", &send()).await;
+        assert_eq!(status, 200, "{over_http}");
+        support::ws::send(&mut socket, &send()).await;
+        let over_ws = support::ws::next_envelope(&mut socket).await;
+        let (_, over_nats) = request(&nats, subject.clone(), &send(), true).await;
+        let over_nats = over_nats["envelope"].clone();
+        for (transport, reply) in [
+            ("HTTP", &over_http),
+            ("WebSocket", &over_ws),
+            ("NATS", &over_nats),
+        ] {
+            assert_eq!(ack(reply), "cached", "{mode} over {transport}: {reply}");
+            if mode == "sync" {
+                assert_eq!(
+                    reply["body"]["action_result"], first["body"]["action_result"],
+                    "{transport}: the original result"
+                );
+            }
+        }
     }
 }

@@ -69,21 +69,19 @@ impl ChainWriter {
         };
         let previous = self.last.as_ref().map(|(_, h)| h.clone());
         aip_core::receipts::seal(&mut receipt, previous.as_deref());
+        // `seal` always sets the hash.
         let hash = receipt.hash.clone().unwrap_or_default();
-        let type_name = serde_json::to_value(receipt_type)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
         self.pending.push(NewReceipt {
             receipt_id: receipt.id.as_str().to_owned(),
             chain_id: self.chain_id.clone(),
             tenant: self.tenant.clone(),
             principal: Some(self.principal.clone()),
             action_id: Some(self.chain_id.clone()),
-            receipt_type: type_name,
+            receipt_type: receipt_type.as_str().to_owned(),
             hash: hash.clone(),
             previous_hash: previous,
             created_at_ms: now_ms,
+            // Serializing a receipt cannot fail: its map keys are strings and no impl returns an error.
             body: serde_json::to_value(&receipt).unwrap_or(Value::Null),
         });
         self.last = Some((receipt.id.as_str().to_owned(), hash));
