@@ -177,10 +177,12 @@ async fn an_identical_resend_returns_the_original_outcome_for_every_collision_be
 }
 
 #[tokio::test]
-async fn another_action_reusing_a_key_follows_the_capabilitys_collision_behaviour() {
+async fn another_action_reusing_a_key_follows_the_capabilitys_collision_behaviour_before_and_after_a_restart()
+ {
     let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("keys.sqlite");
     let handler = Arc::new(Counted::default());
-    let runtime = node(&dir.path().join("keys.sqlite"), &handler).await;
+    let mut runtime = node(&path, &handler).await;
     let alice = caller("svc:alice", "t1", &["invoke:*"]);
     // (capability, same input answer, other input answer): `cached` replays, or the conflict code.
     let table = [
@@ -192,33 +194,45 @@ async fn another_action_reusing_a_key_follows_the_capabilitys_collision_behaviou
             "aip.idempotency.conflict",
         ),
     ];
-    for (cap, same_input, other_input) in table {
+    let mut originals = Vec::new();
+    for (cap, _, _) in table {
         let key = id("key_");
         let original = action(cap, &id("act_"), Some(&key), json!({ "n": 1 }));
         let (status, first) = send(&runtime, &alice, &original).await;
         assert_eq!(status, 200, "{first}");
-        for (input, expected) in [
-            (json!({ "n": 1 }), same_input),
-            (json!({ "n": 2 }), other_input),
-        ] {
-            let other = action(cap, &id("act_"), Some(&key), input.clone());
-            let (status, reply) = send(&runtime, &alice, &other).await;
-            if expected == "cached" {
-                assert_eq!(
-                    (status, ack_status(&reply)),
-                    (200, "cached"),
-                    "{cap} {input}: {reply}"
-                );
-                assert_eq!(
-                    reply["body"]["action_result"], first["body"]["action_result"],
-                    "{cap}: the original's result, never the new input's"
-                );
-            } else {
-                assert_eq!(
-                    (status, error_code(&reply)),
-                    (409, expected),
-                    "{cap} {input}: {reply}"
-                );
+        originals.push((key, first));
+    }
+    for restarted in [false, true] {
+        if restarted {
+            runtime.shutdown();
+            drop(runtime);
+            runtime = node(&path, &handler).await;
+        }
+        for ((cap, same_input, other_input), (key, first)) in table.iter().zip(&originals) {
+            for (input, expected) in [
+                (json!({ "n": 1 }), same_input),
+                (json!({ "n": 2 }), other_input),
+            ] {
+                let other = action(cap, &id("act_"), Some(key), input.clone());
+                let (status, reply) = send(&runtime, &alice, &other).await;
+                let at = format!("{cap} {input} (restarted: {restarted})");
+                if *expected == "cached" {
+                    assert_eq!(
+                        (status, ack_status(&reply)),
+                        (200, "cached"),
+                        "{at}: {reply}"
+                    );
+                    assert_eq!(
+                        reply["body"]["action_result"], first["body"]["action_result"],
+                        "{at}: the original's result, never the new input's"
+                    );
+                } else {
+                    assert_eq!(
+                        (status, error_code(&reply)),
+                        (409, *expected),
+                        "{at}: {reply}"
+                    );
+                }
             }
         }
     }
