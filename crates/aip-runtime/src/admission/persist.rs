@@ -106,7 +106,6 @@ pub(crate) async fn admit(
         "trace": request.trace,
         "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes, "external_account": caller.external_account },
         "idempotency_key": request.key(),
-        "request_hash": request_hash(request),
     });
     let admission = aip_store::Admission {
         action: NewAction {
@@ -219,12 +218,9 @@ fn request_hash(request: &ActionRequest) -> String {
     }))
 }
 
-/// The request hash of a stored action: recorded at admission, or recomputed for actions admitted
-/// before it was (their stored request holds the same members).
+/// The request hash of a stored action, from the members its stored request holds. Computed only
+/// when an id or key is already taken, so admission itself pays nothing for re-send detection.
 fn stored_request_hash(record: &ActionRecord) -> Option<String> {
-    if let Some(hash) = record.request.get("request_hash").and_then(Value::as_str) {
-        return Some(hash.to_owned());
-    }
     let action = record.request.get("action")?;
     Some(canonical_hash(&json!({
         "action": action,
