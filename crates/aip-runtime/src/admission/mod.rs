@@ -1,17 +1,17 @@
-//! Admission (spec 11.3), one step per file, run in the spec's order by [`Runtime::admit_action`]:
+//! Admission (spec 11.3), one step per file, run in the spec's order by `Runtime::admit_action`:
 //!
 //! 1-2. envelope and schema validation, authentication and replay claim: done before this (the
-//!      decoder and [`crate::security`]);
-//! 3.   [`lookup`]: manifest and handler lookup;
-//! 4.   [`input`]: capability input schema;
-//! 5.   [`identity`]: identity, tenant and session, from trusted state only;
-//! 6.   [`contract`]: mode, deadline and the action's contexts against what the runtime implements;
-//! 7.   [`idempotency`]: the key reservation to make atomically with admission;
-//! 8.   [`policy`]: the policy gate ([`policy::PolicyGate`]), where approval plugs in;
-//! 9.   [`persist`]: durable admission in one transaction;
-//! 10.  dispatch or queue: [`crate::action`].
+//!      decoder and `crate::security`);
+//! 3.   `lookup`: manifest and handler lookup;
+//! 4.   `input`: capability input schema;
+//! 5.   `identity`: identity, tenant and session, from trusted state only;
+//! 6.   `contract`: mode, deadline and the action's contexts against what the runtime implements;
+//! 7.   `idempotency`: the key reservation to make atomically with admission;
+//! 8.   `policy`: the policy gate (`policy::PolicyGate`), where approval plugs in;
+//! 9.   `persist`: durable admission in one transaction;
+//! 10.  dispatch or queue: `crate::action`.
 //!
-//! The entry takes an [`ActionRequest`], not an envelope, so profiles (MCP, A2A) admit through the
+//! The entry takes an `ActionRequest`, not an envelope, so profiles (MCP, A2A) admit through the
 //! same steps. Every step fails closed with a typed error and writes nothing.
 
 pub(crate) mod contract;
