@@ -260,6 +260,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
                 worker: worker.clone(),
                 lease_ms: 30_000,
             }),
+            approval: None,
         })
         .await
         .unwrap();

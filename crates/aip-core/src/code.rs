@@ -111,6 +111,28 @@ error_codes! {
     ScopeDenied = "aip.policy.scope_denied", Policy;
     /// The capability needs an approval workflow this runtime does not provide.
     ApprovalUnavailable = "aip.policy.approval_unavailable", Policy;
+    /// The approval was denied: the governed action does not run (spec 12.4).
+    ApprovalDenied = "aip.policy.approval_denied", Policy;
+    /// The approval expired before it was granted, or before its action could run.
+    ApprovalExpired = "aip.policy.approval_expired", Policy;
+    /// The approval was revoked before its action ran.
+    ApprovalRevoked = "aip.policy.approval_revoked", Policy;
+    /// The approval is no longer open for this decision (decided, expired, revoked or cancelled).
+    ApprovalClosed = "aip.policy.approval_closed", Permanent;
+    /// The claimed approver is not the authenticated principal (approval spoofing).
+    ApproverMismatch = "aip.policy.approver_mismatch", Auth;
+    /// The authenticated principal holds no authority the approval's rule accepts.
+    ApproverNotEligible = "aip.policy.approver_not_eligible", Policy;
+    /// Separation of duties forbids this principal deciding (for example, the requester itself).
+    SeparationOfDuties = "aip.policy.separation_of_duties", Policy;
+    /// The decision names another policy hash than the stored one, or the governed subject changed.
+    PolicyHashMismatch = "aip.policy.policy_hash_mismatch", Permanent;
+    /// A decision constraint is unknown, malformed or not satisfied by the governed input.
+    ConstraintInvalid = "aip.policy.constraint_invalid", Permanent;
+    /// The policy requires evidence the decision does not carry.
+    EvidenceRequired = "aip.policy.evidence_required", Permanent;
+    /// A decision id was reused for a different decision.
+    DecisionConflict = "aip.policy.decision_conflict", Permanent;
     /// No bearer token, or an unknown one.
     Unauthenticated = "aip.auth.unauthenticated", Auth;
     // ---- actions (spec 11) ----

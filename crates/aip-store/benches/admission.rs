@@ -81,6 +81,7 @@ fn admission(run: &str) -> Admission {
         }],
         job: None,
         lease: None,
+        approval: None,
     }
 }
 

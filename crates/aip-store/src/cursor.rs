@@ -22,6 +22,7 @@ pub(crate) enum CursorKind {
     Actions,
     Sessions,
     Audit,
+    Approvals,
     /// A position in a followed stream (an action's chunks as one reader sees them).
     Stream,
 }
@@ -33,6 +34,7 @@ impl CursorKind {
             CursorKind::Actions => b"actions",
             CursorKind::Sessions => b"sessions",
             CursorKind::Audit => b"audit",
+            CursorKind::Approvals => b"approvals",
             CursorKind::Stream => b"stream",
         }
     }

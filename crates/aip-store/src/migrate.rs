@@ -54,6 +54,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "tenant_scoped_action_ids",
         sql: include_str!("../migrations/sqlite/0005_tenant_scoped_action_ids.sql"),
     },
+    Migration {
+        version: 6,
+        name: "approvals",
+        sql: include_str!("../migrations/sqlite/0006_approvals.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -72,6 +77,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 3,
         name: "tenant_scoped_action_ids",
         sql: include_str!("../migrations/postgres/0003_tenant_scoped_action_ids.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "approvals",
+        sql: include_str!("../migrations/postgres/0004_approvals.sql"),
     },
 ];
 

@@ -134,6 +134,31 @@ impl SessionState {
 }
 
 string_enum!(
+    /// State of an approval workflow (spec 12).
+    ApprovalState {
+        /// Waiting for decisions.
+        Pending = "pending",
+        /// Granted: the governed action was resumed.
+        Approved = "approved",
+        /// Denied: the governed action does not run.
+        Denied = "denied",
+        /// Expired before it was granted (or before the action could run).
+        Expired = "expired",
+        /// Revoked before the governed action ran.
+        Revoked = "revoked",
+        /// The governed action was cancelled while the approval was open.
+        Cancelled = "cancelled",
+    }
+);
+
+impl ApprovalState {
+    /// Whether decisions may still change the approval.
+    pub fn is_open(self) -> bool {
+        self == ApprovalState::Pending
+    }
+}
+
+string_enum!(
     /// What a duplicate idempotency key does (spec 9.5).
     CollisionBehavior {
         /// Any duplicate returns the original action and result, whatever its input.
@@ -604,6 +629,154 @@ pub struct Admission {
     /// run at once by the admitting node: leasing it here fences that run like queued work and keeps
     /// other nodes' recovery off it while the lease lives, without a second transaction.
     pub lease: Option<AdmissionLease>,
+    /// The approval workflow the action waits for (spec 12.2), created with it; the action is
+    /// admitted `pending_approval` and `job` is then the approval's expiry timer.
+    pub approval: Option<NewApproval>,
+}
+
+/// An approval workflow to create with its governed action (spec 12.2).
+#[derive(Debug, Clone)]
+pub struct NewApproval {
+    /// Approval id (store-wide unique).
+    pub approval_id: String,
+    /// Tenant of the governed action.
+    pub tenant: String,
+    /// The governed action.
+    pub action_id: String,
+    /// Its capability.
+    pub capability: String,
+    /// The requesting principal.
+    pub requester: String,
+    /// Hash of the policy snapshot and the governed subject (spec 12.3).
+    pub policy_hash: String,
+    /// When the approval lapses, epoch ms.
+    pub expires_at_ms: i64,
+    /// Creation time, epoch ms.
+    pub created_at_ms: i64,
+    /// The approval request as the runtime retains it (the immutable policy snapshot inside).
+    pub request: Value,
+    /// Who may decide, as the trusted resolver's keys (`principal:<id>`, `role:<name>`,
+    /// `group:<name>`, ...): it indexes the approvers' inbox.
+    pub approvers: Vec<String>,
+}
+
+/// A stored approval workflow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRecord {
+    /// Approval id.
+    pub approval_id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// The governed action.
+    pub action_id: String,
+    /// Its capability.
+    pub capability: String,
+    /// The requesting principal.
+    pub requester: String,
+    /// Current state.
+    pub state: ApprovalState,
+    /// Policy and subject hash.
+    pub policy_hash: String,
+    /// Expiry, epoch ms.
+    pub expires_at_ms: i64,
+    /// Creation time, epoch ms.
+    pub created_at_ms: i64,
+    /// Last change, epoch ms.
+    pub updated_at_ms: i64,
+    /// Incremented by every write (decisions included): the compare-and-set token.
+    pub version: i64,
+    /// The approval request.
+    pub request: Value,
+    /// Who may decide (resolver keys).
+    pub approvers: Vec<String>,
+}
+
+/// A decision to record on an approval (spec 12.4).
+#[derive(Debug, Clone)]
+pub struct NewDecision {
+    /// Stable decision id: the same id twice is the same decision (replay).
+    pub decision_id: String,
+    /// The deciding principal (authenticated).
+    pub approver: String,
+    /// `approved`, `denied`, `expired` or `revoked`.
+    pub kind: String,
+    /// Decision time, epoch ms.
+    pub decided_at_ms: i64,
+    /// The decision as the runtime retains it.
+    pub body: Value,
+}
+
+/// A stored decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecisionRecord {
+    /// The approval.
+    pub approval_id: String,
+    /// Decision id.
+    pub decision_id: String,
+    /// The deciding principal.
+    pub approver: String,
+    /// Decision kind.
+    pub kind: String,
+    /// Decision time, epoch ms.
+    pub decided_at_ms: i64,
+    /// The decision.
+    pub body: Value,
+}
+
+/// One write to an approval, all in one transaction: a decision, a state change, the governed
+/// action's transition, the resumed action's job, receipts and events. Compare-and-set on the
+/// approval's `version`, so of two concurrent deciders exactly one writes.
+#[derive(Debug, Clone)]
+pub struct ApprovalWrite {
+    /// Tenant.
+    pub tenant: String,
+    /// The approval.
+    pub approval_id: String,
+    /// The version the writer read; another write since is a [`StoreError::StateConflict`].
+    pub expected_version: i64,
+    /// A decision to record; a decision id already recorded writes nothing else
+    /// ([`ApprovalWritten::Replayed`]).
+    pub decision: Option<NewDecision>,
+    /// The approval's new state, if it changes.
+    pub to: Option<ApprovalState>,
+    /// The governed action's transition, if it moves.
+    pub action: Option<Transition>,
+    /// A job to queue (the resumed action's).
+    pub job: Option<NewJob>,
+    /// Receipts appended.
+    pub receipts: Vec<NewReceipt>,
+    /// Events appended.
+    pub events: Vec<NewEvent>,
+    /// When set, completes this leased job under its fence (the expiry timer that wrote this).
+    pub finish_job: Option<Fence>,
+    /// Time, epoch ms.
+    pub now_ms: i64,
+}
+
+/// What an approval write did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ApprovalWritten {
+    /// Written; the approval as it now stands.
+    Written(ApprovalRecord),
+    /// The decision id was already recorded: nothing was written.
+    Replayed(DecisionRecord),
+}
+
+/// Filters of an approval list; `tenant` and `reader` bound visibility.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalQuery {
+    /// Tenant.
+    pub tenant: String,
+    /// A reader who sees only the approvals it requested or may decide: its principal id and its
+    /// resolver keys. `None` for tenant-wide readers.
+    pub reader: Option<(String, Vec<String>)>,
+    /// Only approvals in this state.
+    pub state: Option<ApprovalState>,
+    /// Only approvals this principal requested.
+    pub requester: Option<String>,
+    /// Only approvals one of these resolver keys may decide.
+    pub approver_keys: Option<Vec<String>>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

@@ -147,6 +147,7 @@ pub(crate) async fn admit(
             worker: runtime.worker_id().clone(),
             lease_ms: runtime.lease_ms(),
         }),
+        approval: None,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {

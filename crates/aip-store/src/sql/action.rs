@@ -122,6 +122,14 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| e.or_duplicate("action"))?;
+                if let Some(approval) = &a.approval {
+                    if approval.tenant != act.tenant || approval.action_id != act.action_id {
+                        return Err(StoreError::InvalidInput(
+                            "an approval is created only with its own action",
+                        ));
+                    }
+                    super::approval::tx_insert_approval(&mut *tx, approval).await?;
+                }
                 receipt::tx_append_receipts(&mut *tx, &a.receipts).await?;
                 let mut lease = None;
                 if let Some(job) = &a.job {
@@ -242,79 +250,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
             return Err(StoreError::InvalidInput("finish_job needs a fence"));
         }
         self.write(true, move |tx| {
-            Box::pin(async move {
-                match &t.fence {
-                    Some(fence) if t.finish_job => {
-                        // The fence check and the job's completion in one statement (on PostgreSQL the
-                        // update locks the job row as the check's FOR UPDATE would).
-                        let done = query(
-                            "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 \
-                             WHERE job_id = $1 AND state = 'leased' AND lease_owner = $3 AND fence = $4 AND lease_expires_at_ms > $2",
-                        )
-                        .bind(&fence.job_id)
-                        .bind(t.now_ms)
-                        .bind(fence.worker_id.as_str())
-                        .bind(i64::try_from(fence.token).map_err(|_| StoreError::StaleLease)?)
-                        .execute(&mut *tx)
-                        .await?;
-                        if done == 0 {
-                            // Not held: the check names why (a missing job or a stale lease).
-                            job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?;
-                            return Err(StoreError::StaleLease);
-                        }
-                    }
-                    Some(fence) => job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?,
-                    None => {}
-                }
-                // Compare-and-set in one statement; only a refused update reads the row to say why.
-                let from: Vec<&str> = t
-                    .from
-                    .iter()
-                    .filter(|s| !s.is_terminal())
-                    .map(|s| s.as_str())
-                    .collect();
-                let row = if from.is_empty() {
-                    None
-                } else {
-                    let states = (0..from.len())
-                        .map(|i| format!("${}", i + 6))
-                        .collect::<Vec<_>>()
-                        .join(", ");
-                    let sql = format!(
-                        "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
-                         WHERE action_id = $1 AND tenant = $5 AND state IN ({states}) RETURNING \
-                         action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                         idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
-                    );
-                    let mut q = query(sql)
-                        .bind(&t.action_id)
-                        .bind(t.to.as_str())
-                        .bind(t.result.as_ref().map(Json))
-                        .bind(t.now_ms)
-                        .bind(&t.tenant);
-                    for state in &from {
-                        q = q.bind(*state);
-                    }
-                    q.fetch_optional(&mut *tx).await?
-                };
-                let record = match row {
-                    Some(row) => action_record(&row)?,
-                    None => {
-                        let current = tx_get_action::<D>(&mut *tx, &t.tenant, &t.action_id)
-                            .await?
-                            .ok_or(StoreError::NotFound { kind: "action" })?;
-                        let actual = current.state.as_str().to_owned();
-                        return Err(if current.state.is_terminal() {
-                            StoreError::Terminal { state: actual }
-                        } else {
-                            StoreError::StateConflict { actual }
-                        });
-                    }
-                };
-                receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
-                D::append_events(&mut *tx, &t.events).await?;
-                Ok(record)
-            })
+            Box::pin(async move { tx_transition::<D>(&mut *tx, &t).await })
         })
         .await
     }
@@ -347,7 +283,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
             "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, a.correlation_id, a.mode, a.state, \
              a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result \
              FROM aip_actions a \
-             WHERE a.state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered') \
+             WHERE a.state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered', 'pending_approval') \
              AND a.created_at_ms <= $1 \
              AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.tenant = a.tenant AND j.action_id = a.action_id \
                 AND (j.state = 'ready' OR (j.state = 'leased' AND (j.lease_expires_at_ms > $2 OR j.attempts < j.max_attempts)))) \
@@ -360,6 +296,86 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
         .await?;
         found.iter().map(action_record).collect()
     }
+}
+
+/// A compare-and-set transition (with its fence, result, receipts and events) inside a write:
+/// `transition_action`, and the writes of other aggregates that move an action (an approval's
+/// decision) in their own transaction.
+pub(super) async fn tx_transition<D: Dialect>(
+    tx: &mut dyn Tx,
+    t: &Transition,
+) -> StoreResult<ActionRecord> {
+    match &t.fence {
+        Some(fence) if t.finish_job => {
+            // The fence check and the job's completion in one statement (on PostgreSQL the
+            // update locks the job row as the check's FOR UPDATE would).
+            let done = query(
+                    "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 \
+                     WHERE job_id = $1 AND state = 'leased' AND lease_owner = $3 AND fence = $4 AND lease_expires_at_ms > $2",
+                )
+                .bind(&fence.job_id)
+                .bind(t.now_ms)
+                .bind(fence.worker_id.as_str())
+                .bind(i64::try_from(fence.token).map_err(|_| StoreError::StaleLease)?)
+                .execute(&mut *tx)
+                .await?;
+            if done == 0 {
+                // Not held: the check names why (a missing job or a stale lease).
+                job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?;
+                return Err(StoreError::StaleLease);
+            }
+        }
+        Some(fence) => job::tx_check_fence::<D>(&mut *tx, fence, t.now_ms).await?,
+        None => {}
+    }
+    // Compare-and-set in one statement; only a refused update reads the row to say why.
+    let from: Vec<&str> = t
+        .from
+        .iter()
+        .filter(|s| !s.is_terminal())
+        .map(|s| s.as_str())
+        .collect();
+    let row = if from.is_empty() {
+        None
+    } else {
+        let states = (0..from.len())
+            .map(|i| format!("${}", i + 6))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
+                 WHERE action_id = $1 AND tenant = $5 AND state IN ({states}) RETURNING \
+                 action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+                 idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
+        );
+        let mut q = query(sql)
+            .bind(&t.action_id)
+            .bind(t.to.as_str())
+            .bind(t.result.as_ref().map(Json))
+            .bind(t.now_ms)
+            .bind(&t.tenant);
+        for state in &from {
+            q = q.bind(*state);
+        }
+        q.fetch_optional(&mut *tx).await?
+    };
+    let record = match row {
+        Some(row) => action_record(&row)?,
+        None => {
+            let current = tx_get_action::<D>(&mut *tx, &t.tenant, &t.action_id)
+                .await?
+                .ok_or(StoreError::NotFound { kind: "action" })?;
+            let actual = current.state.as_str().to_owned();
+            return Err(if current.state.is_terminal() {
+                StoreError::Terminal { state: actual }
+            } else {
+                StoreError::StateConflict { actual }
+            });
+        }
+    };
+    receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
+    D::append_events(&mut *tx, &t.events).await?;
+    Ok(record)
 }
 
 /// One action by id inside a write, its row locked where the dialect locks rows.

@@ -148,6 +148,18 @@ async fn update_held<D: Dialect>(
         .await
 }
 
+/// Marks a job done inside a write whose fence check already passed.
+pub(super) async fn tx_complete(tx: &mut dyn Tx, fence: &Fence, now_ms: i64) -> StoreResult<()> {
+    query(
+        "UPDATE aip_jobs SET state = 'done', lease_owner = NULL, lease_expires_at_ms = NULL, updated_at_ms = $2 WHERE job_id = $1",
+    )
+    .bind(&fence.job_id)
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// Runs a claim statement (`$1` worker, `$2` lease expiry, `$3` now, `$4` which queue or job)
 /// as one write: the job it leases, if any, with the fencing token the statement issued.
 async fn lease_one<D: Dialect>(

@@ -10,6 +10,7 @@
 //! writes (one savepoint each, one commit and one fsync for the batch).
 
 mod action;
+mod approval;
 mod dialect;
 mod event;
 mod housekeeping;

@@ -11,6 +11,7 @@
 //! suite.
 
 mod action;
+mod approval;
 mod event;
 mod housekeeping;
 mod job;
@@ -20,6 +21,7 @@ mod replay;
 mod session;
 
 pub use action::ActionStore;
+pub use approval::ApprovalStore;
 pub use event::EventStore;
 pub use housekeeping::HousekeepingStore;
 pub use job::JobStore;
@@ -32,6 +34,7 @@ pub use session::SessionStore;
 /// implementing all the aggregate traits is a `Store`.
 pub trait Store:
     ActionStore
+    + ApprovalStore
     + JobStore
     + EventStore
     + SessionStore
@@ -44,6 +47,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: ActionStore
+        + ApprovalStore
         + JobStore
         + EventStore
         + SessionStore
