@@ -283,10 +283,7 @@ async fn approvers<P: crate::db::Pool>(reader: &P, approval_id: &str) -> StoreRe
         .bind(approval_id)
         .fetch_all(reader)
         .await?;
-    rows.iter()
-        .map(|r| r.try_get::<String>("key"))
-        .collect::<Result<_, _>>()
-        .map_err(Into::into)
+    rows.iter().map(|r| r.try_get::<String>("key")).collect()
 }
 
 fn approval_record(r: &Row) -> StoreResult<ApprovalRecord> {
