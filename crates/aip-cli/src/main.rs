@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod abp;
+mod approvals;
 mod serve;
 mod wire;
 
@@ -41,6 +42,9 @@ enum Command {
     /// Verify receipt chains (spec 18.2).
     #[command(subcommand)]
     Receipts(wire::ReceiptsCommand),
+    /// The approver's tool: list, show, approve, deny or revoke approvals on a running server.
+    #[command(subcommand)]
+    Approvals(approvals::ApprovalsCommand),
 }
 
 fn main() -> ExitCode {
@@ -58,5 +62,6 @@ fn main() -> ExitCode {
         Command::Keys(cmd) => wire::keys(&cmd),
         Command::Envelope(cmd) => wire::envelope(&cmd),
         Command::Receipts(cmd) => wire::receipts(&cmd),
+        Command::Approvals(cmd) => approvals::run(cmd),
     }
 }

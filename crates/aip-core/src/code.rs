@@ -236,6 +236,8 @@ error_codes! {
     DemoInvalidInput = "aip.demo.invalid_input", Permanent;
     /// `cap:demo:book` already recorded this booking.
     DemoDuplicateBooking = "aip.demo.duplicate_booking", Permanent;
+    /// `cap:demo:transfer` already recorded a transfer for this action (a second dispatch).
+    DemoDuplicateTransfer = "aip.demo.duplicate_transfer", Permanent;
     /// The demo capabilities' store is unavailable.
     DemoStoreUnavailable = "aip.demo.store_unavailable", Temporary;
 }

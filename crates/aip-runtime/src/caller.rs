@@ -39,6 +39,10 @@ pub struct Caller {
     pub issuer: String,
     /// The external account bound by configuration, if any (idempotency scope `external_account`).
     pub external_account: Option<ExternalAccount>,
+    /// Roles bound by configuration: the trusted resolver of approval authority (spec 12.1).
+    pub roles: Vec<String>,
+    /// Groups bound by configuration (approval authority, spec 12.1).
+    pub groups: Vec<String>,
 }
 
 impl Caller {
@@ -53,7 +57,31 @@ impl Caller {
             scopes: Vec::new(),
             issuer: String::new(),
             external_account: None,
+            roles: Vec::new(),
+            groups: Vec::new(),
         }
+    }
+
+    /// The authority this caller holds as the trusted resolver states it (spec 12.1):
+    /// `principal:<id>`, `role:<name>`, `group:<name>`. Only configuration puts anything here.
+    pub fn resolver_keys(&self) -> Vec<String> {
+        let mut keys = vec![format!("principal:{}", self.id)];
+        keys.extend(self.roles.iter().map(|r| format!("role:{r}")));
+        keys.extend(self.groups.iter().map(|g| format!("group:{g}")));
+        keys
+    }
+
+    /// The caller as a wire principal (id and kind; nothing else is asserted).
+    pub fn principal(&self) -> aip_core::Principal {
+        crate::events::bare_principal(&self.id, self.kind)
+    }
+
+    /// Whether the caller may export approval evidence (raw governed input, spec 16.6): both
+    /// `approval:export` and `approval:sensitive`, or `*`.
+    pub fn may_export_approvals(&self) -> bool {
+        self.has(SCOPE_ALL)
+            || (self.has(crate::approval::SCOPE_APPROVAL_EXPORT)
+                && self.has(crate::approval::SCOPE_APPROVAL_SENSITIVE))
     }
 
     /// Whether the caller may invoke `capability_id`.
@@ -113,6 +141,8 @@ mod tests {
             scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
             issuer: "bearer".into(),
             external_account: None,
+            roles: Vec::new(),
+            groups: Vec::new(),
         }
     }
 

@@ -24,7 +24,7 @@ pub enum Accept {
     ActionsOnly,
 }
 
-/// The message types this runtime serves, in registry order (what the dispatch table has rows for).
+/// The message types this runtime serves, grouped by area (what the dispatch table has rows for).
 pub const SERVED: &[MessageType] = &[
     MessageType::Handshake,
     MessageType::Action,
@@ -42,6 +42,9 @@ pub const SERVED: &[MessageType] = &[
     MessageType::EventStreamRequest,
     MessageType::ReceiptQueryRequest,
     MessageType::AuditQueryRequest,
+    MessageType::ApprovalDecision,
+    MessageType::ApprovalQueryRequest,
+    MessageType::ApprovalListRequest,
 ];
 
 impl Runtime {
@@ -157,6 +160,18 @@ impl Runtime {
             B::AuditQueryRequest(b) => Reply::done(
                 request,
                 B::AuditQueryResult(self.read_audit(caller, b).await?),
+            ),
+            B::ApprovalDecision(b) => Reply::done(
+                request,
+                B::ApprovalRecordView(self.decide_approval(caller, b).await?),
+            ),
+            B::ApprovalQueryRequest(b) => Reply::done(
+                request,
+                B::ApprovalRecordView(self.read_approval(caller, b).await?),
+            ),
+            B::ApprovalListRequest(b) => Reply::done(
+                request,
+                B::ApprovalList(self.read_approvals(caller, b).await?),
             ),
             other => {
                 return Err(RuntimeError::UnsupportedMessage(

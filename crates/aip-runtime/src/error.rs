@@ -97,6 +97,64 @@ pub enum RuntimeError {
     /// The runtime failed unexpectedly (a panicking task); nothing was acknowledged.
     #[error("internal error: {0}")]
     Internal(&'static str),
+    /// An approval decision was refused (spec 12.4).
+    #[error(transparent)]
+    Approval(#[from] ApprovalError),
+}
+
+/// Why an approval decision was refused (spec 12.4); nothing was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalError {
+    /// The claimed approver is not the authenticated principal.
+    #[error("the decision's approver is not the authenticated principal")]
+    ApproverMismatch,
+    /// The authenticated principal holds no authority the approval's rule accepts.
+    #[error("the authenticated principal may not decide this approval")]
+    NotEligible,
+    /// Separation of duties forbids this principal deciding.
+    #[error("separation of duties: {0}")]
+    SeparationOfDuties(&'static str),
+    /// The approval is no longer open for this decision.
+    #[error("the approval is {0}")]
+    Closed(String),
+    /// The approval expired.
+    #[error("the approval expired")]
+    Expired,
+    /// The decision names another policy hash, or the governed subject changed since the request.
+    #[error("the policy hash does not match the stored approval")]
+    PolicyHashMismatch,
+    /// A decision constraint is unknown, malformed or not satisfied by the governed input.
+    #[error("constraint {0}")]
+    ConstraintInvalid(String),
+    /// The policy requires evidence the decision does not carry.
+    #[error("the policy requires evidence: {0}")]
+    EvidenceRequired(&'static str),
+    /// The decision id was already used for another decision.
+    #[error("this decision id was recorded for another decision")]
+    DecisionConflict,
+    /// `expired` decisions are the runtime's (its timer), not a client's.
+    #[error("`expired` is recorded by the runtime's timer, not sent")]
+    ExpiredIsTheRuntimes,
+}
+
+impl ApprovalError {
+    /// The wire code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            ApprovalError::ApproverMismatch => ErrorCode::ApproverMismatch,
+            ApprovalError::NotEligible => ErrorCode::ApproverNotEligible,
+            ApprovalError::SeparationOfDuties(_) => ErrorCode::SeparationOfDuties,
+            ApprovalError::Closed(_) | ApprovalError::ExpiredIsTheRuntimes => {
+                ErrorCode::ApprovalClosed
+            }
+            ApprovalError::Expired => ErrorCode::ApprovalExpired,
+            ApprovalError::PolicyHashMismatch => ErrorCode::PolicyHashMismatch,
+            ApprovalError::ConstraintInvalid(_) => ErrorCode::ConstraintInvalid,
+            ApprovalError::EvidenceRequired(_) => ErrorCode::EvidenceRequired,
+            ApprovalError::DecisionConflict => ErrorCode::DecisionConflict,
+        }
+    }
 }
 
 impl From<StoreError> for RuntimeError {
@@ -141,6 +199,7 @@ impl RuntimeError {
             RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Internal(_) => ErrorCode::Internal,
+            RuntimeError::Approval(e) => e.code(),
         }
     }
 

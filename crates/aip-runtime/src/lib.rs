@@ -12,6 +12,7 @@
 
 mod action;
 pub mod admission;
+pub mod approval;
 pub mod caller;
 pub mod clock;
 mod dispatch;

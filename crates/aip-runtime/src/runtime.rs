@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::policy::{PolicyGate, ScopePolicy};
+use crate::admission::policy::{ApprovalGate, PolicyGate};
 use crate::error::RuntimeError;
 use crate::registry::Registry;
 
@@ -45,6 +45,10 @@ pub struct RuntimeConfig {
     /// The profiles this node serves: the bindings that are enabled register theirs (spec 23.3). The
     /// manifest and the handshake advertise and negotiate exactly these.
     pub profiles: Vec<ProfileId>,
+    /// The configured principal directory, as the trusted resolver (spec 12.1): each principal's
+    /// resolver keys (`principal:<id>`, `role:<name>`, `group:<name>`), by id. Filters approval
+    /// lists by approver.
+    pub directory: HashMap<String, Vec<String>>,
 }
 
 /// Spec 22.2-22.3 settings.
@@ -82,10 +86,10 @@ impl std::fmt::Debug for Runtime {
 
 impl Runtime {
     /// A runtime over `store` with an admitted capability `registry` and the default policy gate
-    /// (configured scopes; approval-gated capabilities refused). Call [`Runtime::start`] to recover
-    /// unfinished work and run the workers.
+    /// (configured scopes, and approvals where a capability's tiers require them). Call
+    /// [`Runtime::start`] to recover unfinished work and run the workers.
     pub fn new(store: Arc<dyn Store>, registry: Registry, config: RuntimeConfig) -> Arc<Self> {
-        Self::with_policy(store, registry, config, Arc::new(ScopePolicy))
+        Self::with_policy(store, registry, config, Arc::new(ApprovalGate))
     }
 
     /// [`Runtime::new`] with another admission policy gate (spec 11.3 step 8).
@@ -111,6 +115,7 @@ impl Runtime {
     pub async fn start(self: &Arc<Self>) -> Result<(), RuntimeError> {
         self.recover().await?;
         crate::worker::start(self, Arc::new(crate::action::job::ActionJobs));
+        crate::worker::start(self, Arc::new(crate::approval::expiry::ApprovalTimers));
         Ok(())
     }
 

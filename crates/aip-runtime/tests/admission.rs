@@ -41,6 +41,8 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
         scopes: vec!["*".into()],
         issuer: "bearer".into(),
         external_account: None,
+        roles: Vec::new(),
+        groups: Vec::new(),
     };
     let agent = aip_runtime::registry::agent_principal("agent:x", "x");
     let manifest = registry.manifest(&agent, &admin, json!({}), None, (&[], &[]));
@@ -56,7 +58,8 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
             "cap:demo:bookings",
             "cap:demo:count",
             "cap:demo:echo",
-            "cap:demo:sleep"
+            "cap:demo:sleep",
+            "cap:demo:transfer"
         ]
     );
     let nobody = Caller {

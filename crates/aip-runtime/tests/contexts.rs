@@ -106,7 +106,7 @@ async fn an_identity_context_may_name_only_the_callers_own_tenant() {
 }
 
 #[tokio::test]
-async fn capabilities_whose_contract_the_runtime_cannot_honour_are_not_advertised_that_way() {
+async fn capabilities_are_advertised_with_exactly_the_contracts_the_runtime_honours() {
     use std::sync::Arc;
     let contract = |extra: Value| {
         let mut c = json!({
@@ -152,12 +152,13 @@ async fn capabilities_whose_contract_the_runtime_cannot_honour_are_not_advertise
         .iter()
         .map(|c| c.id.as_str())
         .collect();
-    assert_eq!(
-        ids,
-        ["cap:t:plain", "cap:t:tx"],
-        "the approval-gated capability cannot be run, so it is not advertised"
-    );
-    let tx = &manifest.capabilities[1];
+    assert_eq!(ids, ["cap:t:gated", "cap:t:plain", "cap:t:tx"]);
+    // Approvals are executed (spec 12): the gated capability says it needs one.
+    let gated = &manifest.capabilities[0];
+    assert_eq!(gated.requires_human_approval, Some(true));
+    assert!(gated.contract.as_ref().unwrap().approval.is_some());
+    assert_eq!(manifest.capabilities[1].requires_human_approval, None);
+    let tx = &manifest.capabilities[2];
     assert!(
         tx.contract.as_ref().unwrap().transaction.is_none(),
         "a transaction contract the runtime cannot execute is not advertised"

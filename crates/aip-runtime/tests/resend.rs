@@ -82,7 +82,7 @@ async fn node(path: &Path, handler: &Arc<Counted>) -> Arc<Runtime> {
             let handler: Arc<dyn ActionHandler> = handler.clone();
             (capability(id, behaviour), handler)
         })
-        .collect();
+        .collect::<Vec<_>>();
     let runtime = Runtime::new(
         store,
         Registry::admit(entries).unwrap(),

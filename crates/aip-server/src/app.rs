@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aip_core::{Capability, SideEffect};
+use aip_runtime::approval::ApprovalTier;
+use aip_runtime::approval::predicate::Predicate;
 use aip_runtime::handler::http::{HttpHandler, HttpHandlerConfig};
-use aip_runtime::registry::{Registry, agent_principal};
+use aip_runtime::registry::{CapabilityEntry, Registry, agent_principal};
 use aip_runtime::{ActionHandler, Mode, Runtime, RuntimeConfig, SignaturePolicy};
 use aip_store::Store;
 use axum::Router;
@@ -105,6 +107,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         },
         manifest_limits: json!({ "max_body_bytes": limits.max_body_bytes, "max_list_limit": limits.max_list_limit, "max_wait_ms": limits.max_wait_ms }),
         profiles: profiles(config),
+        directory: auth.directory(),
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
@@ -174,6 +177,14 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             config.data_dir.join(ADMIN_TOKEN_FILE).display()
         );
     }
+    if crate::auth::demo_approvers_enabled(&config) {
+        for id in crate::auth::DEMO_APPROVERS {
+            println!(
+                "aip serve: demo approver {id} (role approver) token in {}",
+                config.data_dir.join(format!("{id}.token")).display()
+            );
+        }
+    }
     match &config.database {
         Some(location) => println!(
             "aip serve: {} store at {}; data in {}",
@@ -217,10 +228,32 @@ fn redact_location(location: &str) -> String {
 
 fn configured_capability(
     entry: &crate::config::CapabilityConfig,
-) -> Result<(Capability, Arc<dyn ActionHandler>), ServeError> {
+) -> Result<CapabilityEntry, ServeError> {
     let capability: Capability =
         serde_json::from_value(serde_json::Value::Object(entry.capability.clone()))
             .map_err(|e| ServeError::Config(format!("capability entry: {e}")))?;
+    let approval_tiers = entry
+        .approval_tiers
+        .iter()
+        .enumerate()
+        .map(|(i, tier)| {
+            let invalid = |what: String| {
+                ServeError::Config(format!(
+                    "capability {}: approval_tiers[{i}]: {what}",
+                    capability.id
+                ))
+            };
+            let when = tier
+                .when
+                .as_deref()
+                .map(Predicate::parse)
+                .transpose()
+                .map_err(|e| invalid(e.to_string()))?;
+            let policy = serde_json::from_value(tier.policy.clone())
+                .map_err(|e| invalid(format!("policy: {e}")))?;
+            Ok(ApprovalTier { when, policy })
+        })
+        .collect::<Result<Vec<_>, ServeError>>()?;
     let handler: Arc<dyn ActionHandler> =
         match &entry.handler {
             HandlerConfig::Http {
@@ -269,7 +302,11 @@ fn configured_capability(
                 })?)
             }
         };
-    Ok((capability, handler))
+    Ok(CapabilityEntry {
+        capability,
+        handler,
+        approval_tiers,
+    })
 }
 
 struct StoreReady(Arc<dyn Store>);

@@ -58,11 +58,29 @@ impl AuthIndex {
                 scopes: vec![aip_runtime::caller::SCOPE_ALL.into()],
                 issuer: "bearer".into(),
                 external_account: None,
+                roles: Vec::new(),
+                groups: Vec::new(),
             };
             index.insert(
                 hash_of(read_token_file(&path, ADMIN_PRINCIPAL)?.as_bytes()),
                 caller,
             )?;
+        }
+        if demo_approvers_enabled(config) {
+            for id in DEMO_APPROVERS {
+                let path = ensure_token_file(&config.data_dir, &format!("{id}.token"))?;
+                let caller = Caller {
+                    id: (*id).into(),
+                    kind: aip_core::PrincipalKind::Human,
+                    tenant: config.admin.tenant.clone(),
+                    scopes: vec!["invoke:cap:demo:*".into()],
+                    issuer: "bearer".into(),
+                    external_account: None,
+                    roles: vec![DEMO_APPROVER_ROLE.into()],
+                    groups: Vec::new(),
+                };
+                index.insert(hash_of(read_token_file(&path, id)?.as_bytes()), caller)?;
+            }
         }
         for p in &config.principals {
             let hash = match (&p.token_sha256, &p.token_file) {
@@ -79,6 +97,8 @@ impl AuthIndex {
                 scopes: p.scopes.clone(),
                 issuer: "bearer".into(),
                 external_account: p.external_account.clone(),
+                roles: p.roles.clone(),
+                groups: p.groups.clone(),
             };
             index.insert(hash, caller)?;
         }
@@ -98,6 +118,15 @@ impl AuthIndex {
         self.by_hash.values().find(|c| c.id == id)
     }
 
+    /// The principal directory as the approval resolver sees it (spec 12.1): each configured
+    /// principal's resolver keys, by id.
+    pub fn directory(&self) -> HashMap<String, Vec<String>> {
+        self.by_hash
+            .values()
+            .map(|c| (c.id.clone(), c.resolver_keys()))
+            .collect()
+    }
+
     fn insert(&mut self, hash: [u8; 32], caller: Caller) -> Result<(), AuthSetupError> {
         if let Some(existing) = self.by_hash.get(&hash) {
             return Err(AuthSetupError::Duplicate(existing.id.clone(), caller.id));
@@ -107,14 +136,31 @@ impl AuthIndex {
     }
 }
 
+/// Principals the no-config start creates so the approval flow of `cap:demo:transfer` can be
+/// tried: each holds role [`DEMO_APPROVER_ROLE`] and a token in `<data_dir>/<id>.token`.
+pub const DEMO_APPROVERS: &[&str] = &["approver-1", "approver-2"];
+/// The role `cap:demo:transfer` asks its approvers to hold.
+pub const DEMO_APPROVER_ROLE: &str = "approver";
+
+/// Whether this configuration creates the demo approvers: the demo capabilities and the built-in
+/// admin are on, and `admin.demo_approvers` was not turned off.
+pub fn demo_approvers_enabled(config: &Config) -> bool {
+    config.demo_capabilities && config.admin.enabled && config.admin.demo_approvers
+}
+
 /// Path of the admin token, creating it (random, mode 0600) when absent. The token is never printed.
 pub fn ensure_admin_token(data_dir: &Path) -> Result<PathBuf, AuthSetupError> {
+    ensure_token_file(data_dir, ADMIN_TOKEN_FILE)
+}
+
+/// Path of the token file `name` in `data_dir`, creating it (random, mode 0600) when absent.
+pub fn ensure_token_file(data_dir: &Path, name: &str) -> Result<PathBuf, AuthSetupError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| AuthSetupError::Io { path, source }
     };
     std::fs::create_dir_all(data_dir).map_err(io(data_dir))?;
-    let path = data_dir.join(ADMIN_TOKEN_FILE);
+    let path = data_dir.join(name);
     if path.exists() {
         return Ok(path);
     }
@@ -217,6 +263,8 @@ mod tests {
             token_sha256: Some(hex::encode(hash_of(b"secret"))),
             token_file: None,
             external_account: None,
+            roles: Vec::new(),
+            groups: Vec::new(),
         });
         let index = AuthIndex::from_config(&config).unwrap();
         assert_eq!(index.authenticate("Bearer secret").unwrap().id, "svc");

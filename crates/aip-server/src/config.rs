@@ -139,6 +139,10 @@ pub struct AdminConfig {
     /// Tenant of the admin principal.
     #[serde(default = "default_tenant")]
     pub tenant: String,
+    /// With the demo capabilities on: create `approver-1` and `approver-2` (role `approver`, tokens
+    /// in `<data_dir>/approver-N.token`) so `cap:demo:transfer` can be approved.
+    #[serde(default = "yes")]
+    pub demo_approvers: bool,
 }
 
 /// One authenticated caller. Its tenant and scopes are authority; request bodies never are (22.6).
@@ -164,6 +168,12 @@ pub struct PrincipalConfig {
     /// of capabilities with `key_scope = "external_account"`. Absent: such keys are refused.
     #[serde(default)]
     pub external_account: Option<aip_runtime::caller::ExternalAccount>,
+    /// Roles the principal holds: approval authority (spec 12.1). Only this directory grants it.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Groups the principal belongs to (approval authority, spec 12.1).
+    #[serde(default)]
+    pub groups: Vec<String>,
 }
 
 /// Signed-envelope policy (spec 22.2, 22.3).
@@ -199,9 +209,26 @@ pub struct TrustedSigner {
 pub struct CapabilityConfig {
     /// The handler bound to this capability.
     pub handler: HandlerConfig,
+    /// Approval tiers checked before the contract's own `approval` policy: the first whose `when`
+    /// matches the input decides (spec 12.1).
+    #[serde(default)]
+    pub approval_tiers: Vec<ApprovalTierConfig>,
     /// The manifest `Capability` object (id, name, kind, input_schema, output_schema, risk, contract...).
     #[serde(flatten)]
     pub capability: serde_json::Map<String, Value>,
+}
+
+/// One approval tier of a configured capability.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalTierConfig {
+    /// A comparison over the input, such as `amount_minor >= 100000`; absent: every input.
+    #[serde(default)]
+    pub when: Option<String>,
+    /// The approval policy (spec 12.1's `ApprovalPolicy`: `required`, `approver_selector`, `rule`,
+    /// `minimum_distinct_principals`, `separation_of_duties`, `ttl_ms`, `evidence_requirements`,
+    /// `policy_version`, `reason`).
+    pub policy: Value,
 }
 
 /// Handler kinds a capability can be bound to from configuration.
@@ -404,6 +431,7 @@ impl Default for AdminConfig {
         Self {
             enabled: true,
             tenant: default_tenant(),
+            demo_approvers: true,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! runtime's views are transport-neutral, and every binding of this server adds the `/aip/v1`
 //! paths where the same objects can be read over HTTP, so answers are equal on every transport.
 
-use aip_core::{ActionStatus, MessageBody, SessionView};
+use aip_core::{ActionStatus, ApprovalRecordView, MessageBody, SessionView};
 
 /// Adds links to every view inside `body`.
 pub fn add(body: &mut MessageBody) {
@@ -12,6 +12,8 @@ pub fn add(body: &mut MessageBody) {
         MessageBody::SessionView(view) => session(view),
         MessageBody::SessionList(list) => list.sessions.iter_mut().for_each(session),
         MessageBody::SessionResume(resume) => session(&mut resume.session),
+        MessageBody::ApprovalRecordView(view) => approval(view),
+        MessageBody::ApprovalList(list) => list.approvals.iter_mut().for_each(approval),
         _ => {}
     }
 }
@@ -37,4 +39,12 @@ pub fn session(view: &mut SessionView) {
         .insert("self".into(), format!("/aip/v1/sessions/{id}"));
     view.links
         .insert("actions".into(), format!("/aip/v1/actions?session_id={id}"));
+}
+
+/// Links inside an approval's view: its governed action's status, when included (the view itself
+/// has no links member).
+pub fn approval(view: &mut ApprovalRecordView) {
+    if let Some(status) = view.action_status.as_mut() {
+        action(status);
+    }
 }

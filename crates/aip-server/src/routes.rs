@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use aip_core::{
     ActionEventsRequest, ActionId, ActionLifecycleState, ActionListRequest, ActionResultRequest,
-    ActionStatusRequest, ApprovalId, AuditQueryRequest, CapabilityId, ErrorCode,
-    EventStreamRequest, PrincipalId, ReceiptId, ReceiptQueryRequest, SessionId, SessionListRequest,
-    SessionRequest, Timestamp, TransactionId,
+    ActionStatusRequest, ApprovalDecision, ApprovalId, ApprovalListRequest, ApprovalQueryRequest,
+    AuditQueryRequest, CapabilityId, ErrorCode, EventStreamRequest, PrincipalId, ReceiptId,
+    ReceiptQueryRequest, SessionId, SessionListRequest, SessionRequest, Timestamp, TransactionId,
 };
 use aip_runtime::{Accept, Caller, Reply, Runtime, RuntimeError};
 use axum::Router;
@@ -45,6 +45,9 @@ pub fn aip_routes() -> Router<AppState> {
             get(receipt_by_id),
         )
         .route("/aip/v1/audit/events", get(audit))
+        .route("/aip/v1/approvals", get(approvals))
+        .route("/aip/v1/approvals/{approval_id}", get(approval))
+        .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
         .route("/aip/v1/sessions", get(sessions))
         .route("/aip/v1/sessions/{session_id}", get(session))
         .route("/aip/v1/sessions/{session_id}/close", post(close_session))
@@ -669,6 +672,155 @@ async fn resume_session(
                 body.last_event_cursor.as_deref(),
             )
             .await,
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalListParams {
+    status: Option<String>,
+    approver: Option<String>,
+    requester: Option<String>,
+    tenant_id: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u32>,
+    #[serde(default)]
+    include_action_status: bool,
+    #[serde(default)]
+    include_receipts: bool,
+}
+
+/// `GET /aip/v1/approvals`: `approval_list_request` (an approver's inbox with `approver=<self>`).
+async fn approvals(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    ReadQuery(p): ReadQuery<ApprovalListParams>,
+) -> Response {
+    let request = ApprovalListRequest {
+        status: p.status,
+        approver: p.approver.map(PrincipalId::new),
+        requester: p.requester.map(PrincipalId::new),
+        tenant_id: p.tenant_id,
+        cursor: p.cursor,
+        limit: p.limit,
+        include_action_status: p.include_action_status,
+        include_receipts: p.include_receipts,
+    };
+    if let Err(refused) = semantic(&request) {
+        return refused.into_response();
+    }
+    read_response(
+        runtime(&state)
+            .read_approvals(&caller, &request)
+            .await
+            .map(|mut list| {
+                list.approvals.iter_mut().for_each(crate::links::approval);
+                list
+            }),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ApprovalParams {
+    tenant_id: Option<String>,
+    #[serde(default)]
+    include_action_status: bool,
+    #[serde(default)]
+    include_receipts: bool,
+    #[serde(default)]
+    include_evidence_payload: bool,
+}
+
+/// `GET /aip/v1/approvals/{id}`: `approval_query_request`.
+async fn approval(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(approval_id): Path<String>,
+    ReadQuery(p): ReadQuery<ApprovalParams>,
+) -> Response {
+    let request = ApprovalQueryRequest {
+        approval_id: ApprovalId::new(approval_id),
+        tenant_id: p.tenant_id,
+        include_action_status: p.include_action_status,
+        include_receipts: p.include_receipts,
+        include_evidence_payload: p.include_evidence_payload,
+    };
+    if let Err(refused) = semantic(&request) {
+        return refused.into_response();
+    }
+    read_response(
+        runtime(&state)
+            .read_approval(&caller, &request)
+            .await
+            .map(|mut view| {
+                crate::links::approval(&mut view);
+                view
+            }),
+    )
+}
+
+/// Body of `POST /aip/v1/approvals/{id}/decision`: the decision without what the route and the
+/// authentication already say (the approval id; the approver, unless given to be checked).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DecisionBody {
+    decision: aip_core::ApprovalDecisionKind,
+    reason: Option<String>,
+    decision_id: Option<String>,
+    policy_hash: Option<String>,
+    #[serde(default)]
+    constraints: Vec<aip_core::ApprovalConstraint>,
+    #[serde(default)]
+    evidence: Vec<aip_core::EvidenceArtifact>,
+    target_decision_id: Option<String>,
+    /// When present it must name the authenticated principal (approval spoofing is refused).
+    approver: Option<aip_core::Principal>,
+}
+
+/// `POST /aip/v1/approvals/{id}/decision`: `approval_decision` (spec 12.4); the approval as it
+/// then stands.
+async fn decide(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(approval_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let body = match optional_json::<DecisionBody>(&body) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            return invalid_body(
+                "body must be {\"decision\": \"approved\"|\"denied\"|\"revoked\", \"reason\"?, \"decision_id\"?, \"policy_hash\"?, ...}",
+            )
+            .into_response();
+        }
+        Err(err) => return err.into_response(),
+    };
+    let approver = body.approver.unwrap_or_else(|| caller.principal());
+    let decision = ApprovalDecision {
+        approval_id: ApprovalId::new(approval_id),
+        decision: body.decision,
+        approver,
+        decided_at: Timestamp::now(),
+        reason: body.reason,
+        constraints: body.constraints,
+        evidence: body.evidence,
+        decision_id: body.decision_id,
+        policy_hash: body.policy_hash,
+        authority_path: Vec::new(),
+        target_decision_id: body.target_decision_id,
+    };
+    if let Err(refused) = semantic(&decision) {
+        return refused.into_response();
+    }
+    read_response(
+        runtime(&state)
+            .decide_approval(&caller, &decision)
+            .await
+            .map(|mut view| {
+                crate::links::approval(&mut view);
+                view
+            }),
     )
 }
 

@@ -25,9 +25,13 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
     let specific = match code {
         // Hidden and missing objects look the same (spec 16.3).
         ErrorCode::NotFound => Some(StatusCode::NOT_FOUND),
-        ErrorCode::IdempotencyConflict | ErrorCode::DuplicateActionId | ErrorCode::Terminal => {
-            Some(StatusCode::CONFLICT)
-        }
+        ErrorCode::IdempotencyConflict
+        | ErrorCode::DuplicateActionId
+        | ErrorCode::Terminal
+        | ErrorCode::ApprovalClosed
+        | ErrorCode::DecisionConflict => Some(StatusCode::CONFLICT),
+        // Authenticated, but not as the approver it claims to be.
+        ErrorCode::ApproverMismatch => Some(StatusCode::FORBIDDEN),
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),
         ErrorCode::UnsupportedMediaType => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         _ => None,

@@ -21,12 +21,40 @@ impl Runtime {
         action_id: &str,
         reason: Option<&str>,
     ) -> Result<ActionStatus, RuntimeError> {
-        let record = self.visible_action(caller, action_id).await?;
+        let mut record = self.visible_action(caller, action_id).await?;
         if !caller.may_cancel(&record.tenant, &record.principal) {
             return Err(RuntimeError::CancelDenied("this action"));
         }
         if record.state.is_terminal() {
             return Err(RuntimeError::Terminal(record.state.as_str().to_owned()));
+        }
+        // Nothing was dispatched: the runtime itself confirms, whatever the handler supports.
+        if record.state == ActionState::PendingApproval {
+            match self.cancel_pending_approval(&record).await {
+                Ok(()) => {
+                    self.record_audit(
+                        caller,
+                        "action.cancel_requested",
+                        now_ms(),
+                        json!({ "action_id": record.action_id, "approval_pending": true }),
+                        (Some(&record.action_id), record.session_id.as_deref()),
+                    )
+                    .await;
+                    return self
+                        .action_status(caller, action_id, false, false, None)
+                        .await;
+                }
+                // A decision or the timer moved it first: cancel it as it now stands.
+                Err(RuntimeError::Storage(
+                    StoreError::StateConflict { .. } | StoreError::Terminal { .. },
+                )) => {
+                    record = self.visible_action(caller, action_id).await?;
+                    if record.state.is_terminal() {
+                        return Err(RuntimeError::Terminal(record.state.as_str().to_owned()));
+                    }
+                }
+                Err(err) => return Err(err),
+            }
         }
         let capability = self
             .registry()

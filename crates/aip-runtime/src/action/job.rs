@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aip_core::ErrorCode;
-use aip_store::{ActionRecord, ActionState, Lease, StoreError, Transition};
+use aip_store::{ActionRecord, ActionState, ApprovalState, Lease, StoreError, Transition};
 use async_trait::async_trait;
 use serde_json::json;
 
@@ -147,6 +147,14 @@ impl Runtime {
                     ),
                 ))
             }
+            (Some(_), ActionState::Queued) => {
+                self.approval_blocks(&record).await?.map(|(code, message)| {
+                    (
+                        ActionState::Failed,
+                        result::failed_with(action_id, code, message),
+                    )
+                })
+            }
             _ => None,
         };
         if let Some((state, result)) = not_run {
@@ -196,6 +204,59 @@ impl Runtime {
             }
             _ => Ok(self.store().complete_job(fence, now_ms()).await?),
         }
+    }
+
+    /// Why an approval-gated action must not be dispatched now (spec 12.5: immediately before
+    /// dispatch the approval is re-validated: still approved, not expired, and its policy hash
+    /// still matches the stored action's input, identity and capability), or `None` when it may
+    /// run or is not gated.
+    async fn approval_blocks(
+        &self,
+        record: &ActionRecord,
+    ) -> Result<Option<(ErrorCode, &'static str)>, RuntimeError> {
+        let Some(approval_id) = record.request.get("approval_id").and_then(|v| v.as_str()) else {
+            return Ok(None);
+        };
+        let Some(approval) = self
+            .store()
+            .get_approval(&record.tenant, approval_id)
+            .await?
+        else {
+            return Err(RuntimeError::Storage(StoreError::Corrupt(format!(
+                "action {} names approval {approval_id}, which is missing",
+                record.action_id
+            ))));
+        };
+        let (_, policy) = crate::approval::stored_request(&approval)?;
+        Ok(match approval.state {
+            ApprovalState::Approved if now_ms() >= approval.expires_at_ms => Some((
+                ErrorCode::ApprovalExpired,
+                "the approval expired before the action could be dispatched",
+            )),
+            ApprovalState::Approved if !crate::approval::governs(&approval, &policy, record)? => {
+                Some((
+                    ErrorCode::PolicyHashMismatch,
+                    "the governed action no longer matches what was approved",
+                ))
+            }
+            ApprovalState::Approved => None,
+            ApprovalState::Revoked => Some((
+                ErrorCode::ApprovalRevoked,
+                "the approval was revoked before the action ran",
+            )),
+            ApprovalState::Denied => Some((
+                ErrorCode::ApprovalDenied,
+                "the approval was denied; the action did not run",
+            )),
+            ApprovalState::Expired => Some((
+                ErrorCode::ApprovalExpired,
+                "the approval expired; the action did not run",
+            )),
+            _ => Some((
+                ErrorCode::ApprovalClosed,
+                "the action is queued but its approval is not granted",
+            )),
+        })
     }
 
     /// Settles an action no job can finish any more (its job is out of attempts or gone): an

@@ -38,6 +38,13 @@ pub enum Submitted {
     /// Only an acknowledgement: `queued` for new async or streaming work, `cached` when an
     /// earlier action that is not finished yet answers.
     Ack(Ack),
+    /// Admitted to wait for an approval (spec 12.2): nothing runs until it is granted.
+    AwaitingApproval {
+        /// The acknowledgement (`accepted`, naming the approval in `queue`).
+        ack: Ack,
+        /// The approval the action waits for.
+        approval_id: String,
+    },
 }
 
 impl Runtime {
@@ -75,6 +82,22 @@ impl Runtime {
         };
         let mode = admitted.mode;
         metrics::counter!("aip_actions_admitted_total", "mode" => mode.as_str()).increment(1);
+        if let Some(approval_id) = admitted.approval_id {
+            // Waits durably for its approval; a worker runs it once it is granted (spec 12.5).
+            metrics::counter!("aip_approvals_requested_total").increment(1);
+            return Ok(Submitted::AwaitingApproval {
+                ack: Ack {
+                    action_id: action.id.clone(),
+                    status: AckStatus::Accepted,
+                    reason: Some(format!("awaiting approval {approval_id}")),
+                    retry_after_ms: None,
+                    queue: Some(
+                        json!({ "name": crate::approval::APPROVAL_QUEUE, "approval_id": approval_id }),
+                    ),
+                },
+                approval_id,
+            });
+        }
         if mode != Mode::Sync {
             self.notify_work();
             return Ok(Submitted::Ack(Ack {
@@ -173,5 +196,11 @@ pub(crate) fn reply(request: &Envelope, submitted: Submitted) -> Reply {
             Reply::accepted(request, MessageBody::Ack(ack))
         }
         Submitted::Ack(ack) => Reply::done(request, MessageBody::Ack(ack)),
+        Submitted::AwaitingApproval { ack, approval_id } => {
+            let mut reply = Reply::accepted(request, MessageBody::Ack(ack));
+            reply.envelope.extensions =
+                Some(json!({ "approval": { "approval_id": approval_id, "status": "pending" } }));
+            reply
+        }
     }
 }

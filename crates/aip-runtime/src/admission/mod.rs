@@ -116,6 +116,8 @@ pub(crate) struct Admitted {
     pub(crate) lease: Option<Lease>,
     /// The receipt chain, continued by execution.
     pub(crate) chain: ChainWriter,
+    /// The approval the action waits for, when its policy required one (it does not run yet).
+    pub(crate) approval_id: Option<String>,
 }
 
 impl Runtime {

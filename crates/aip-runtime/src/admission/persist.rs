@@ -43,7 +43,6 @@ pub(crate) async fn admit(
         idempotency,
         decision,
     } = decided;
-    let PolicyDecision::Allow { basis } = decision;
     let action = &request.action;
     let action_id = action.id.as_str().to_owned();
     let (mode, now) = (contract.mode, contract.now_ms);
@@ -67,12 +66,40 @@ pub(crate) async fn admit(
         json!({ "action_id": action_id, "mode": mode.as_str(), "deadline_ms": contract.deadline_ms }),
         now,
     );
-    chain.push(
-        ReceiptType::PolicyDecision,
-        agent,
-        json!({ "decision": "allow", "basis": basis, "principal": caller.id, "tenant": caller.tenant }),
-        now,
-    );
+    let gate = match decision {
+        PolicyDecision::Allow { basis } => {
+            chain.push(
+                ReceiptType::PolicyDecision,
+                agent,
+                json!({ "decision": "allow", "basis": basis, "principal": caller.id, "tenant": caller.tenant }),
+                now,
+            );
+            None
+        }
+        PolicyDecision::RequireApproval { policy } => {
+            let approval = crate::approval::request_for(
+                caller,
+                &capability,
+                &action_id,
+                &input_hash,
+                *policy,
+                now,
+            )?;
+            chain.push(
+                ReceiptType::PolicyDecision,
+                agent,
+                json!({ "decision": "approval_required", "approval_id": approval.approval_id, "policy_hash": approval.policy_hash, "principal": caller.id, "tenant": caller.tenant }),
+                now,
+            );
+            chain.push(
+                ReceiptType::ApprovalRequested,
+                agent,
+                json!({ "approval_id": approval.approval_id, "policy_hash": approval.policy_hash, "expires_at_ms": approval.expires_at_ms }),
+                now,
+            );
+            Some(approval)
+        }
+    };
     // Streaming work is queued like async work (spec 11.6): a leased worker runs it, so it survives
     // restarts and its chunks are fenced.
     let queued = mode != Mode::Sync;
@@ -86,27 +113,61 @@ pub(crate) async fn admit(
             (data, now),
         )
     };
-    let events = vec![
-        event(
-            "aip.action.accepted",
-            json!({ "capability_id": action.capability_id, "mode": mode.as_str() }),
-        ),
-        event(
-            if queued {
-                "aip.action.queued"
-            } else {
-                "aip.action.started"
-            },
-            json!({}),
-        ),
-    ];
-    let stored_request = json!({
+    let mut events = vec![event(
+        "aip.action.accepted",
+        json!({ "capability_id": action.capability_id, "mode": mode.as_str() }),
+    )];
+    let (state, job, lease) = match &gate {
+        // Waiting for approval: no worker may take it; the job is the approval's expiry timer.
+        Some(approval) => {
+            events.push(event(
+                "aip.action.pending_approval",
+                json!({ "approval_id": approval.approval_id, "expires_at_ms": approval.expires_at_ms }),
+            ));
+            (
+                ActionState::PendingApproval,
+                crate::approval::expiry::timer(runtime, caller, &action_id, approval),
+                None,
+            )
+        }
+        // Every other action has a job. Queued work waits for a worker; sync work is run at once by
+        // this node under a lease taken in this transaction, so it is fenced like queued work, no
+        // other node's recovery touches it while the lease lives, and if this node dies a worker
+        // elsewhere takes the lapsed lease over (never re-running a mutation).
+        None => {
+            events.push(event(
+                if queued {
+                    "aip.action.queued"
+                } else {
+                    "aip.action.started"
+                },
+                json!({}),
+            ));
+            (
+                if queued {
+                    ActionState::Queued
+                } else {
+                    ActionState::Running
+                },
+                action_job(runtime, &caller.tenant, &action_id, now),
+                (!queued).then(|| AdmissionLease {
+                    worker: runtime.worker_id().clone(),
+                    lease_ms: runtime.lease_ms(),
+                }),
+            )
+        }
+    };
+    let mut stored_request = json!({
         "action": action,
         "message_id": request.message_id,
         "trace": request.trace,
         "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes, "external_account": caller.external_account },
         "idempotency_key": request.key(),
     });
+    if let Some(approval) = &gate {
+        stored_request["approval_id"] = json!(approval.approval_id);
+    }
+    let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
     let admission = aip_store::Admission {
         action: NewAction {
             action_id: action_id.clone(),
@@ -116,11 +177,7 @@ pub(crate) async fn admit(
             capability: action.capability_id.as_str().to_owned(),
             correlation_id: request.correlation_id.clone(),
             mode: mode.as_str().to_owned(),
-            state: if queued {
-                ActionState::Queued
-            } else {
-                ActionState::Running
-            },
+            state,
             input_hash: Some(input_hash),
             deadline_ms: Some(contract.deadline_ms),
             created_at_ms: now,
@@ -129,25 +186,9 @@ pub(crate) async fn admit(
         idempotency,
         receipts: chain.take(),
         events,
-        // Every action has a job. Queued work waits for a worker; sync work is run at once by this
-        // node under a lease taken in this transaction, so it is fenced like queued work, no other
-        // node's recovery touches it while the lease lives, and if this node dies a worker elsewhere
-        // takes the lapsed lease over (never re-running a mutation).
-        job: Some(NewJob {
-            // Job ids are store-wide: action ids are unique only within their tenant.
-            job_id: aip_core::generate_with_prefix("job_"),
-            queue: ACTION_QUEUE.into(),
-            action_id: Some(action_id.clone()),
-            tenant: caller.tenant.clone(),
-            available_at_ms: now,
-            max_attempts: runtime.config().max_attempts.max(1),
-            payload: json!({}),
-        }),
-        lease: (!queued).then(|| AdmissionLease {
-            worker: runtime.worker_id().clone(),
-            lease_ms: runtime.lease_ms(),
-        }),
-        approval: None,
+        job: Some(job),
+        lease,
+        approval: gate,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {
@@ -156,6 +197,7 @@ pub(crate) async fn admit(
             mode,
             lease,
             chain,
+            approval_id,
         })),
         Ok(AdmissionOutcome::Replayed { original, .. }) => {
             let why = if is_resend(caller, request, &original) {
@@ -180,6 +222,20 @@ pub(crate) async fn admit(
             .await?
             .ok_or(RuntimeError::DuplicateActionId),
         Err(err) => Err(err.into()),
+    }
+}
+
+/// The job that runs an action: queued now (a sync admission leases it at once).
+pub(crate) fn action_job(runtime: &Runtime, tenant: &str, action_id: &str, now: i64) -> NewJob {
+    NewJob {
+        // Job ids are store-wide: action ids are unique only within their tenant.
+        job_id: aip_core::generate_with_prefix("job_"),
+        queue: ACTION_QUEUE.into(),
+        action_id: Some(action_id.to_owned()),
+        tenant: tenant.to_owned(),
+        available_at_ms: now,
+        max_attempts: runtime.config().max_attempts.max(1),
+        payload: json!({}),
     }
 }
 

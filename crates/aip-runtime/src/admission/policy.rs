@@ -1,8 +1,8 @@
 //! Step 8: policy and approval evaluation (spec 11.3 step 8, 12). The runtime asks one
 //! [`PolicyGate`] per action, after the request is otherwise admissible and before anything is
-//! written; the approval workflow plugs in here. The default gate, [`ScopePolicy`], allows what the
-//! configured scopes allow (checked at lookup) and refuses approval-gated capabilities, because this
-//! runtime cannot grant approvals yet.
+//! written. The default gate, [`ApprovalGate`], allows what the configured scopes allow (checked at
+//! lookup) and asks for an approval when the capability's approval tiers require one for this input;
+//! [`ScopePolicy`] is for embedders without approvals: it refuses approval-gated capabilities.
 
 use async_trait::async_trait;
 
@@ -28,13 +28,18 @@ pub struct PolicySubject<'a> {
 }
 
 /// A decision that lets the action be admitted; a refusal is a [`RuntimeError`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum PolicyDecision {
     /// Admit the action now.
     Allow {
         /// What allowed it, recorded in the `policy_decision` receipt.
         basis: String,
+    },
+    /// Admit the action to wait durably for an approval under `policy` (spec 12.2).
+    RequireApproval {
+        /// The policy that applies to this action; its snapshot is stored with the approval.
+        policy: Box<aip_core::ApprovalPolicy>,
     },
 }
 
@@ -60,5 +65,26 @@ impl PolicyGate for ScopePolicy {
         Ok(PolicyDecision::Allow {
             basis: "configured scopes".into(),
         })
+    }
+}
+
+/// The default gate: configured scopes decide (checked at lookup); an input that falls under a
+/// required approval tier waits for an approval (spec 12).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ApprovalGate;
+
+#[async_trait]
+impl PolicyGate for ApprovalGate {
+    async fn evaluate(&self, subject: &PolicySubject<'_>) -> Result<PolicyDecision, RuntimeError> {
+        Ok(
+            match subject.capability.approval_for(&subject.action.input) {
+                Some(policy) => PolicyDecision::RequireApproval {
+                    policy: Box::new(policy.clone()),
+                },
+                None => PolicyDecision::Allow {
+                    basis: "configured scopes".into(),
+                },
+            },
+        )
     }
 }

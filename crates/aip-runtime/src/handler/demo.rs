@@ -1,6 +1,6 @@
 //! Built-in demo capabilities, usable with no configuration: `cap:demo:echo`, `cap:demo:sleep`,
-//! `cap:demo:book` (a mutation whose duplicates are observable), `cap:demo:bookings` and the
-//! streaming `cap:demo:count`.
+//! `cap:demo:book` (a mutation whose duplicates are observable), `cap:demo:bookings`, the
+//! streaming `cap:demo:count` and the approval-gated `cap:demo:transfer`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,6 +13,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::stream::MAX_CHUNK_BATCH;
+
+use crate::registry::CapabilityEntry;
 
 use super::{ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
 
@@ -221,7 +223,7 @@ impl ActionHandler for BookingsHandler {
 }
 
 /// The built-in demo capabilities with their handlers (issue 4).
-pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn ActionHandler>)> {
+pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
     let read_contract = |cancel: bool| {
         json!({
             "side_effects": ["read"],
@@ -275,18 +277,35 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn Acti
             "data": { "sensitivity": "confidential", "contains_pii": true, "redaction_required": false }
         },
     });
-    let handlers: [(Value, Arc<dyn ActionHandler>); 5] = [
+    let handlers: [(Value, Arc<dyn ActionHandler>); 6] = [
         (echo, Arc::new(EchoHandler)),
         (sleep, Arc::new(SleepHandler)),
         (book, Arc::new(BookHandler::new(Arc::clone(&store)))),
-        (bookings, Arc::new(BookingsHandler { store })),
+        (
+            bookings,
+            Arc::new(BookingsHandler {
+                store: Arc::clone(&store),
+            }),
+        ),
         (count_capability(), Arc::new(CountHandler)),
+        (transfer_capability(), Arc::new(TransferHandler::new(store))),
     ];
     handlers
         .into_iter()
         .filter_map(
             |(value, handler)| match serde_json::from_value::<Capability>(value) {
-                Ok(capability) => Some((capability, handler)),
+                Ok(capability) => {
+                    let approval_tiers = if capability.id.as_str() == TRANSFER {
+                        transfer_tiers()
+                    } else {
+                        Vec::new()
+                    };
+                    Some(CapabilityEntry {
+                        capability,
+                        handler,
+                        approval_tiers,
+                    })
+                }
                 Err(err) => {
                     // The literals above are fixed; a failure here is a wire-model change caught by tests.
                     tracing::error!(%err, "demo capability does not decode");
@@ -295,6 +314,149 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<(Capability, Arc<dyn Acti
             },
         )
         .collect()
+}
+
+/// Id of the approval-gated demo transfer.
+pub const TRANSFER: &str = "cap:demo:transfer";
+/// Collection of the demo transfers in the store's application records.
+pub const TRANSFERS: &str = "demo.transfers";
+/// Transfers of at least this many minor units need two distinct approvers.
+pub const TRANSFER_DUAL_CONTROL_MINOR: u64 = 100_000;
+/// Largest demo transfer.
+pub const MAX_TRANSFER_MINOR: u64 = 1_000_000_000_000;
+
+/// The manifest entry of `cap:demo:transfer`: every transfer needs one principal with role
+/// `approver` who is not the requester (the contract's policy); from
+/// [`TRANSFER_DUAL_CONTROL_MINOR`] up, two distinct ones ([`transfer_tiers`]).
+pub fn transfer_capability() -> Value {
+    json!({
+        "id": TRANSFER, "name": "Transfer funds", "kind": "tool", "risk": "high", "stability": "stable",
+        "description": "Records a transfer once it is approved: one approver (role `approver`, not the requester); two distinct approvers from 100000 minor units.",
+        "input_schema": { "type": "object", "properties": {
+            "amount_minor": { "type": "integer", "minimum": 1, "maximum": MAX_TRANSFER_MINOR },
+            "to": { "type": "string", "minLength": 1, "maxLength": 200 } },
+            "required": ["amount_minor", "to"], "additionalProperties": false },
+        "output_schema": { "type": "object", "required": ["transfer_id", "amount_minor", "to"] },
+        "requires_human_approval": true,
+        "contract": {
+            "side_effects": ["write", "financial"],
+            "idempotency": { "requirement": "optional", "collision_behavior": "reject_conflict", "key_scope": "tenant" },
+            "execution": { "supports_sync": false, "supports_async": true, "supports_streaming": false, "supports_cancel": true,
+                           "supports_retry": false, "expected_completion": "async", "retry_safety": "safe_with_idempotency_key" },
+            "data": { "sensitivity": "confidential", "contains_pii": false, "redaction_required": false },
+            "approval": transfer_policy(1),
+        },
+    })
+}
+
+/// The demo transfer's policy needing `approvers` distinct principals with role `approver`.
+fn transfer_policy(approvers: u32) -> Value {
+    let rule = if approvers == 1 {
+        json!({ "operator": "role", "name": "approver" })
+    } else {
+        json!({ "operator": "quorum", "required": approvers, "distinct_principals": true,
+                "rules": [{ "operator": "role", "name": "approver" }] })
+    };
+    json!({
+        "required": true,
+        "reason": if approvers == 1 { "every transfer is approved by an approver" } else { "large transfers need two distinct approvers" },
+        "approver_selector": { "type": "role", "name": "approver" },
+        "rule": rule,
+        "minimum_distinct_principals": approvers,
+        "separation_of_duties": { "requester_must_differ": true },
+        "ttl_ms": 24 * 60 * 60 * 1000,
+        "evidence_requirements": ["input_snapshot", "policy_decision"],
+        "policy_version": format!("demo-transfer-{approvers}"),
+    })
+}
+
+/// The dual-control tier of `cap:demo:transfer`.
+pub fn transfer_tiers() -> Vec<crate::approval::ApprovalTier> {
+    let when = crate::approval::predicate::Predicate::parse(&format!(
+        "amount_minor >= {TRANSFER_DUAL_CONTROL_MINOR}"
+    ));
+    let policy = serde_json::from_value(transfer_policy(2));
+    match (when, policy) {
+        (Ok(when), Ok(policy)) => vec![crate::approval::ApprovalTier {
+            when: Some(when),
+            policy,
+        }],
+        // Fixed literals: a failure is a model change, caught by the demo tests (and the
+        // capability then admits with its single-approver contract policy only).
+        _ => {
+            tracing::error!("demo transfer tier does not decode");
+            Vec::new()
+        }
+    }
+}
+
+/// `cap:demo:transfer`: a mutation that records one transfer per action, so a second dispatch of
+/// the same approved action is observable (it is refused by the record's key).
+#[derive(Clone)]
+pub struct TransferHandler {
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for TransferHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TransferHandler").finish_non_exhaustive()
+    }
+}
+
+impl TransferHandler {
+    /// A transfer handler writing to `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store }
+    }
+}
+
+#[async_trait]
+impl ActionHandler for TransferHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Async]),
+            cancellable: true,
+            mutation: true,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let transfer_id = format!(
+            "trf_{}",
+            &aip_core::canonical::sha256_hex(
+                format!("{}\n{}", ctx.tenant, ctx.action_id).as_bytes()
+            )[..24]
+        );
+        let body = json!({
+            "transfer_id": transfer_id,
+            "amount_minor": input.get("amount_minor"),
+            "to": input.get("to"),
+            "action_id": ctx.action_id,
+            "requested_by": ctx.principal_id,
+        });
+        let record = AppRecord {
+            collection: TRANSFERS.into(),
+            record_id: transfer_id,
+            tenant: ctx.tenant.clone(),
+            created_at_ms: crate::clock::now_ms(),
+            body: body.clone(),
+        };
+        match self.store.insert_record(record).await {
+            Ok(()) => Ok(HandlerOutput { output: body }),
+            Err(StoreError::Duplicate { .. }) => Err(HandlerError::Failed {
+                code: ErrorCode::DemoDuplicateTransfer.as_str().into(),
+                message: "this action's transfer was already recorded".into(),
+                retryable: false,
+            }),
+            Err(_) => Err(HandlerError::UncertainOutcome(
+                "transfer store failed".into(),
+            )),
+        }
+    }
 }
 
 /// Longest count `cap:demo:count` accepts.

@@ -32,7 +32,11 @@ pub(crate) fn status(
         state,
         queued_state: None,
         result_status: result.as_ref().map(|r| r.status),
-        approval_id: None,
+        approval_id: record
+            .request
+            .get("approval_id")
+            .and_then(serde_json::Value::as_str)
+            .map(aip_core::ApprovalId::new),
         transaction_id: None,
         delegation_id: None,
         started_at: Some(ts(record.created_at_ms)?),

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 use aip_schema::capability::{CapabilitySchema, SchemaBounds, SchemaError};
 
+use crate::approval::ApprovalTier;
+
 use crate::caller::Caller;
 use crate::handler::{ActionHandler, Mode};
 
@@ -26,6 +28,29 @@ pub struct AdmittedCapability {
     pub input_schema: CapabilitySchema,
     /// Compiled output schema, validated before `completed` (spec 11.7).
     pub output_schema: Option<CapabilitySchema>,
+    /// The approval tiers, first match wins; the contract's `approval` policy is the last (spec 12.1).
+    pub approval_tiers: Vec<ApprovalTier>,
+}
+
+/// A capability to admit: its manifest entry, its handler, and approval tiers evaluated before the
+/// contract's own `approval` policy.
+pub struct CapabilityEntry {
+    /// The manifest entry.
+    pub capability: Capability,
+    /// The handler.
+    pub handler: Arc<dyn ActionHandler>,
+    /// Stricter (or looser) policies for inputs that match their condition.
+    pub approval_tiers: Vec<ApprovalTier>,
+}
+
+impl From<(Capability, Arc<dyn ActionHandler>)> for CapabilityEntry {
+    fn from((capability, handler): (Capability, Arc<dyn ActionHandler>)) -> Self {
+        CapabilityEntry {
+            capability,
+            handler,
+            approval_tiers: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for AdmittedCapability {
@@ -67,14 +92,18 @@ impl AdmittedCapability {
             .filter(|c| c.requirement != IdempotencyRequirement::Unsupported)
     }
 
-    /// Whether the capability needs an approval workflow before dispatch (spec 12).
+    /// Whether some input of the capability needs an approval before dispatch (spec 12).
     pub fn requires_approval(&self) -> bool {
-        self.capability.requires_human_approval == Some(true)
-            || self
-                .capability
-                .contract
-                .as_ref()
-                .is_some_and(|c| c.approval.is_some())
+        self.approval_tiers.iter().any(|t| t.policy.required)
+    }
+
+    /// The approval policy `input` falls under, if it needs one: the first tier that matches.
+    pub fn approval_for(&self, input: &Value) -> Option<&aip_core::ApprovalPolicy> {
+        self.approval_tiers
+            .iter()
+            .find(|t| t.when.as_ref().is_none_or(|w| w.matches(input)))
+            .map(|t| &t.policy)
+            .filter(|p| p.required)
     }
 }
 
@@ -111,19 +140,28 @@ pub enum AdmissionError {
 
 impl Registry {
     /// Admit every capability or none, with schemas bounded by [`SchemaBounds::default`].
-    pub fn admit(
-        entries: Vec<(Capability, Arc<dyn ActionHandler>)>,
+    pub fn admit<E: Into<CapabilityEntry>>(
+        entries: impl IntoIterator<Item = E>,
     ) -> Result<Self, AdmissionError> {
-        Self::admit_bounded(entries, &SchemaBounds::default())
+        Self::admit_entries(
+            entries.into_iter().map(Into::into).collect(),
+            &SchemaBounds::default(),
+        )
     }
 
-    /// Admit every capability or none, compiling their schemas within `bounds` (spec 22.8).
-    pub fn admit_bounded(
-        entries: Vec<(Capability, Arc<dyn ActionHandler>)>,
+    /// Admit every capability or none, compiling their schemas within `bounds` (spec 22.8) and
+    /// checking that this runtime can enforce their approval policies (spec 12.1).
+    pub fn admit_entries(
+        entries: Vec<CapabilityEntry>,
         bounds: &SchemaBounds,
     ) -> Result<Self, AdmissionError> {
         let mut by_id = BTreeMap::new();
-        for (mut capability, handler) in entries {
+        for entry in entries {
+            let CapabilityEntry {
+                mut capability,
+                handler,
+                approval_tiers,
+            } = entry;
             let id = capability.id.as_str().to_owned();
             let violations = Checker::check(&capability);
             if let Some(v) = violations.first() {
@@ -151,15 +189,14 @@ impl Registry {
             {
                 tracing::warn!(capability = %id, "transaction contract not advertised: this runtime does not execute transactions");
             }
+            let approval_tiers = approval_tiers_of(&id, &mut capability, approval_tiers)?;
             let admitted = AdmittedCapability {
                 capability,
                 handler,
                 input_schema,
                 output_schema,
+                approval_tiers,
             };
-            if admitted.requires_approval() {
-                tracing::warn!(capability = %id, "approval-gated capability not advertised: this runtime cannot grant approvals, so invocations are refused");
-            }
             if by_id.insert(id.clone(), Arc::new(admitted)).is_some() {
                 return Err(AdmissionError::Duplicate(id));
             }
@@ -173,8 +210,9 @@ impl Registry {
     }
 
     /// The manifest as `caller` may see it, narrowed by an optional 9.8 filter: the capabilities it
-    /// may invoke and that this runtime can run (approval-gated ones cannot be: they are left out),
-    /// and exactly the profiles this node serves (`ours`, spec 23.3).
+    /// may invoke, with their approval requirements (9.4: `requires_human_approval`, the contract's
+    /// policy, and in `governance.approval_tiers` the stricter tiers by input), and exactly the
+    /// profiles this node serves (`ours`, spec 23.3).
     pub fn manifest(
         &self,
         agent: &Principal,
@@ -189,16 +227,38 @@ impl Registry {
             wanted.extend(f.profiles.iter());
         }
         let profile_match = wanted.is_empty() || wanted.iter().any(|p| ours.contains(p));
-        let capabilities = self
+        let visible: Vec<&Arc<AdmittedCapability>> = self
             .by_id
             .values()
             .filter(|c| profile_match && caller.may_invoke(c.capability.id.as_str()))
-            .filter(|c| !c.requires_approval())
             .filter(|c| filter.is_none_or(|f| matches_filter(c, f)))
-            .map(|c| c.capability.clone())
+            .collect();
+        let tiers: serde_json::Map<String, Value> = visible
+            .iter()
+            .filter(|c| c.approval_tiers.len() > 1)
+            .map(|c| {
+                let tiers = c
+                    .approval_tiers
+                    .iter()
+                    .map(ApprovalTier::describe)
+                    .collect();
+                (c.capability.id.as_str().to_owned(), Value::Array(tiers))
+            })
             .collect();
         let mut manifest = base_manifest(agent.clone(), ours);
-        manifest.capabilities = capabilities;
+        manifest.capabilities = visible.iter().map(|c| c.capability.clone()).collect();
+        // The approval messages this runtime serves (spec 12, 16.3), so a client knows it may
+        // decide and read approvals here before it holds one.
+        let policy_messages: Vec<&str> = crate::dispatch::SERVED
+            .iter()
+            .map(|t| t.as_str())
+            .filter(|t| t.starts_with("aip.policy."))
+            .collect();
+        let mut governance = json!({ "approval_messages": policy_messages });
+        if !tiers.is_empty() {
+            governance["approval_tiers"] = Value::Object(tiers);
+        }
+        manifest.governance = Some(governance);
         manifest.limits = Some(limits);
         manifest.security =
             Some(json!({ "authentication": ["bearer"], "signatures": ["ed25519-did-key"] }));
@@ -326,6 +386,40 @@ fn check_contract(
         ));
     }
     Ok(())
+}
+
+/// The capability's approval tiers: the configured ones, then the contract's own policy as the last
+/// (a contract without one and no tiers: no approval). Every policy must be one this runtime can
+/// enforce; `requires_human_approval` is set from them, so the manifest says what the runtime does.
+fn approval_tiers_of(
+    id: &str,
+    capability: &mut Capability,
+    mut tiers: Vec<ApprovalTier>,
+) -> Result<Vec<ApprovalTier>, AdmissionError> {
+    if let Some(policy) = capability
+        .contract
+        .as_ref()
+        .and_then(|c| c.approval.clone())
+    {
+        tiers.push(ApprovalTier { when: None, policy });
+    }
+    let invalid = |reason: String| AdmissionError::Invalid {
+        id: id.to_owned(),
+        reason,
+    };
+    for tier in &tiers {
+        crate::approval::validate_policy(&tier.policy).map_err(|e| invalid(e.to_string()))?;
+    }
+    let required = tiers.iter().any(|t| t.policy.required);
+    match capability.requires_human_approval {
+        Some(true) if !required => {
+            return Err(invalid(
+                "requires_human_approval is set but no approval policy requires approval".into(),
+            ));
+        }
+        _ => capability.requires_human_approval = required.then_some(true),
+    }
+    Ok(tiers)
 }
 
 fn schema_error(id: &str, which: &str, error: &SchemaError) -> AdmissionError {

@@ -84,7 +84,7 @@ impl Harness {
             }
         }))
         .unwrap();
-        entries.push((stubborn, Arc::new(Stubborn(Arc::clone(&release)))));
+        entries.push(entry(stubborn, Arc::new(Stubborn(Arc::clone(&release)))));
         for scope in [
             "action",
             "capability",
@@ -92,12 +92,12 @@ impl Harness {
             "tenant",
             "external_account",
         ] {
-            entries.push((
+            entries.push(entry(
                 scoped_echo(&format!("cap:t:scope:{scope}"), scope),
                 Arc::new(aip_runtime::handler::demo::EchoHandler),
             ));
         }
-        entries.push((
+        entries.push(entry(
             scoped_echo("cap:t:scope:capability:b", "capability"),
             Arc::new(aip_runtime::handler::demo::EchoHandler),
         ));
@@ -205,7 +205,16 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         decode_limits: aip_core::Limits::default(),
         manifest_limits: json!({}),
         profiles: vec![aip_core::ProfileId::new("aip.native.http.v1")],
+        directory: HashMap::new(),
     }
+}
+
+/// A capability entry without approval tiers.
+pub fn entry(
+    capability: aip_core::Capability,
+    handler: Arc<dyn aip_runtime::ActionHandler>,
+) -> aip_runtime::registry::CapabilityEntry {
+    (capability, handler).into()
 }
 
 /// A caller in `tenant` with `scopes`.
@@ -217,6 +226,8 @@ pub fn caller(id: &str, tenant: &str, scopes: &[&str]) -> Caller {
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
         issuer: "bearer".into(),
         external_account: None,
+        roles: Vec::new(),
+        groups: Vec::new(),
     }
 }
 
@@ -229,8 +240,13 @@ pub fn status_of(reply: &aip_runtime::Reply) -> u16 {
         aip_runtime::Outcome::Accepted => 202,
         aip_runtime::Outcome::Refused(ErrorCode::NotFound) => 404,
         aip_runtime::Outcome::Refused(
-            ErrorCode::IdempotencyConflict | ErrorCode::DuplicateActionId | ErrorCode::Terminal,
+            ErrorCode::IdempotencyConflict
+            | ErrorCode::DuplicateActionId
+            | ErrorCode::Terminal
+            | ErrorCode::ApprovalClosed
+            | ErrorCode::DecisionConflict,
         ) => 409,
+        aip_runtime::Outcome::Refused(ErrorCode::ApproverMismatch) => 403,
         aip_runtime::Outcome::Refused(code) => code.category().http_status(),
         _ => 500,
     }

@@ -1,0 +1,521 @@
+//! Approval decisions (spec 12.4): every check the spec lists, then one compare-and-set write that
+//! records the decision and, when it settles the approval, moves the governed action in the same
+//! transaction: resumed (queued with a new job, run exactly once by a leased worker), or ended
+//! without dispatch (denied, revoked).
+
+use aip_core::{
+    ActionResult, ApprovalDecision, ApprovalDecisionKind, ApprovalPolicy, ApprovalRecordView,
+    ErrorCode, EvidenceRequirement, ReceiptType,
+};
+use aip_store::{
+    ActionRecord, ActionState, ApprovalRecord, ApprovalState, ApprovalWrite, ApprovalWritten,
+    DecisionRecord, NewDecision, StoreError, Transition,
+};
+use serde_json::{Value, json};
+
+use crate::action::result;
+use crate::approval::predicate::{self, Op};
+use crate::approval::{Vote, effective_rule, eligible, governs, satisfied, stored_request};
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::error::{ApprovalError, RuntimeError};
+use crate::events::action_event;
+use crate::receipts::ChainWriter;
+use crate::runtime::Runtime;
+
+/// Concurrent deciders retry their compare-and-set this often before giving up (each retry re-reads
+/// and re-verifies).
+const MAX_RETRIES: usize = 8;
+/// Most constraints one decision may carry.
+const MAX_CONSTRAINTS: usize = 16;
+
+impl Runtime {
+    /// Verifies and records `decision` from `caller` (spec 12.4) and returns the approval as it then
+    /// stands. A decision replayed under its decision id is answered with the approval, and nothing
+    /// is recorded twice.
+    pub async fn decide_approval(
+        &self,
+        caller: &Caller,
+        decision: &ApprovalDecision,
+    ) -> Result<ApprovalRecordView, RuntimeError> {
+        // Approval spoofing: the decision must be the authenticated principal's own.
+        if decision.approver.id.as_str() != caller.id {
+            return Err(ApprovalError::ApproverMismatch.into());
+        }
+        if decision.decision == ApprovalDecisionKind::Expired {
+            return Err(ApprovalError::ExpiredIsTheRuntimes.into());
+        }
+        let decision_id = decision
+            .decision_id
+            .clone()
+            .unwrap_or_else(|| derived_decision_id(decision));
+        for _ in 0..MAX_RETRIES {
+            let record = self
+                .visible_approval(caller, decision.approval_id.as_str())
+                .await?;
+            let decisions = self
+                .store()
+                .list_decisions(&record.tenant, &record.approval_id)
+                .await?;
+            if let Some(earlier) = decisions.iter().find(|d| d.decision_id == decision_id) {
+                return self.replayed(caller, &record, earlier, decision).await;
+            }
+            let write = self
+                .verified_write(caller, decision, &decision_id, &record, &decisions)
+                .await?;
+            match self.store().write_approval(write).await {
+                Ok(ApprovalWritten::Written(_)) => {
+                    self.notify_work();
+                    let fresh = self.visible_approval(caller, &record.approval_id).await?;
+                    return self
+                        .approval_view(caller, &fresh, false, false, false)
+                        .await;
+                }
+                Ok(ApprovalWritten::Replayed(earlier)) => {
+                    return self.replayed(caller, &record, &earlier, decision).await;
+                }
+                Ok(_) => return Err(RuntimeError::Internal("unexpected approval write outcome")),
+                // Another decision (or the timer, or a cancellation) wrote first: verify again
+                // against what it wrote.
+                Err(StoreError::StateConflict { .. }) => continue,
+                Err(StoreError::Terminal { state }) => {
+                    return Err(
+                        ApprovalError::Closed(format!("closed: its action is {state}")).into(),
+                    );
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Err(RuntimeError::Storage(StoreError::Unavailable(
+            "too many concurrent decisions on one approval; try again".into(),
+        )))
+    }
+
+    /// The answer to a decision whose id was already recorded: the approval as it stands, when it
+    /// is the same decision; a conflict when the id was used for another one.
+    async fn replayed(
+        &self,
+        caller: &Caller,
+        record: &ApprovalRecord,
+        earlier: &DecisionRecord,
+        decision: &ApprovalDecision,
+    ) -> Result<ApprovalRecordView, RuntimeError> {
+        if earlier.approver != caller.id || earlier.kind != decision.decision.as_str() {
+            return Err(ApprovalError::DecisionConflict.into());
+        }
+        let fresh = self.visible_approval(caller, &record.approval_id).await?;
+        self.approval_view(caller, &fresh, false, false, false)
+            .await
+    }
+
+    /// Every check of spec 12.4 against the stored approval, then the write that records the
+    /// decision and whatever it settles.
+    async fn verified_write(
+        &self,
+        caller: &Caller,
+        decision: &ApprovalDecision,
+        decision_id: &str,
+        record: &ApprovalRecord,
+        decisions: &[DecisionRecord],
+    ) -> Result<ApprovalWrite, RuntimeError> {
+        let (_, policy) = stored_request(record)?;
+        let keys = caller.resolver_keys();
+        // Authority from the trusted resolver only: nothing in the decision payload counts.
+        if !eligible(&effective_rule(&policy), &keys) {
+            return Err(ApprovalError::NotEligible.into());
+        }
+        let separation = &policy.separation_of_duties;
+        if record.requester == caller.id
+            && (separation.requester_must_differ
+                || separation.operator_must_differ
+                || !separation.allow_self_approval)
+        {
+            return Err(ApprovalError::SeparationOfDuties("the requester may not decide").into());
+        }
+        let now = now_ms();
+        let action = self
+            .store()
+            .get_action(&record.tenant, &record.action_id)
+            .await?
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "approval {} without its action",
+                    record.approval_id
+                ))
+            })?;
+        let revoking = decision.decision == ApprovalDecisionKind::Revoked;
+        let open = record.state.is_open()
+            || (revoking
+                && record.state == ApprovalState::Approved
+                && action.state == ActionState::Queued);
+        if !open {
+            return Err(ApprovalError::Closed(record.state.as_str().to_owned()).into());
+        }
+        if now >= record.expires_at_ms {
+            return Err(ApprovalError::Expired.into());
+        }
+        if decision
+            .policy_hash
+            .as_ref()
+            .is_some_and(|h| *h != record.policy_hash)
+            || !governs(record, &policy, &action)?
+        {
+            return Err(ApprovalError::PolicyHashMismatch.into());
+        }
+        let input = action
+            .request
+            .pointer("/action/input")
+            .ok_or_else(|| corrupt(format!("action {} has no input", action.action_id)))?;
+        check_constraints(decision, input)?;
+        check_evidence(&policy, decision)?;
+        let body = decision_body(decision, decision_id, &keys)?;
+        let new_decision = NewDecision {
+            decision_id: decision_id.to_owned(),
+            approver: caller.id.clone(),
+            kind: decision.decision.as_str().to_owned(),
+            decided_at_ms: now,
+            body,
+        };
+        let base = ApprovalWrite {
+            tenant: record.tenant.clone(),
+            approval_id: record.approval_id.clone(),
+            expected_version: record.version,
+            decision: Some(new_decision),
+            to: None,
+            action: None,
+            job: None,
+            receipts: Vec::new(),
+            events: Vec::new(),
+            finish_job: None,
+            now_ms: now,
+        };
+        match decision.decision {
+            ApprovalDecisionKind::Approved => {
+                let votes = approving_votes(decisions, caller, &keys);
+                if !satisfied(&policy, &votes) {
+                    // Recorded; the approval waits for more authority.
+                    return Ok(base);
+                }
+                let resumed = self
+                    .resume_transition(&action, record, &policy, now)
+                    .await?;
+                let job = crate::admission::persist::action_job(
+                    self,
+                    &action.tenant,
+                    &action.action_id,
+                    now,
+                );
+                metrics::counter!("aip_approvals_granted_total").increment(1);
+                Ok(ApprovalWrite {
+                    to: Some(ApprovalState::Approved),
+                    action: Some(resumed),
+                    job: Some(job),
+                    ..base
+                })
+            }
+            ApprovalDecisionKind::Denied => {
+                let ended = self
+                    .end_transition(
+                        &action,
+                        record,
+                        (ReceiptType::ApprovalDenied, ErrorCode::ApprovalDenied),
+                        "the approval was denied; the action did not run",
+                        now,
+                    )
+                    .await?;
+                metrics::counter!("aip_approvals_denied_total").increment(1);
+                Ok(ApprovalWrite {
+                    to: Some(ApprovalState::Denied),
+                    action: Some(ended),
+                    ..base
+                })
+            }
+            ApprovalDecisionKind::Revoked => {
+                let ended = self
+                    .end_transition(
+                        &action,
+                        record,
+                        (ReceiptType::ApprovalRevoked, ErrorCode::ApprovalRevoked),
+                        "the approval was revoked before the action ran",
+                        now,
+                    )
+                    .await?;
+                Ok(ApprovalWrite {
+                    to: Some(ApprovalState::Revoked),
+                    action: Some(ended),
+                    ..base
+                })
+            }
+            ApprovalDecisionKind::Expired => Err(ApprovalError::ExpiredIsTheRuntimes.into()),
+        }
+    }
+
+    /// The governed action resumed: queued for a worker, with the granted receipt on its chain.
+    async fn resume_transition(
+        &self,
+        action: &ActionRecord,
+        record: &ApprovalRecord,
+        policy: &ApprovalPolicy,
+        now: i64,
+    ) -> Result<Transition, RuntimeError> {
+        let mut chain = ChainWriter::resume(action, self.store()).await?;
+        chain.push(
+            ReceiptType::ApprovalGranted,
+            &self.config().agent,
+            json!({ "approval_id": record.approval_id, "policy_hash": record.policy_hash, "policy_version": policy.policy_version }),
+            now,
+        );
+        Ok(Transition {
+            tenant: action.tenant.clone(),
+            action_id: action.action_id.clone(),
+            from: vec![ActionState::PendingApproval],
+            to: ActionState::Queued,
+            result: None,
+            events: vec![
+                action_event(
+                    "aip.approval.granted",
+                    action,
+                    json!({ "approval_id": record.approval_id }),
+                    now,
+                ),
+                action_event("aip.action.queued", action, json!({}), now),
+            ],
+            receipts: chain.take(),
+            fence: None,
+            finish_job: false,
+            now_ms: now,
+        })
+    }
+
+    /// The governed action ended without dispatch (denied or revoked).
+    async fn end_transition(
+        &self,
+        action: &ActionRecord,
+        record: &ApprovalRecord,
+        (receipt, code): (ReceiptType, ErrorCode),
+        message: &str,
+        now: i64,
+    ) -> Result<Transition, RuntimeError> {
+        let agent = &self.config().agent;
+        let mut chain = ChainWriter::resume(action, self.store()).await?;
+        chain.push(
+            receipt,
+            agent,
+            json!({ "approval_id": record.approval_id }),
+            now,
+        );
+        chain.push(
+            ReceiptType::ResultReturned,
+            agent,
+            json!({ "status": "failed", "dispatched": false }),
+            now,
+        );
+        let mut failed: ActionResult = result::failed_with(&action.action_id, code, message);
+        failed.receipt = chain.last_ref();
+        let outcome = receipt.as_str().trim_start_matches("approval_");
+        Ok(Transition {
+            tenant: action.tenant.clone(),
+            action_id: action.action_id.clone(),
+            from: vec![ActionState::PendingApproval, ActionState::Queued],
+            to: ActionState::Failed,
+            result: Some(serde_json::to_value(&failed).map_err(|e| corrupt(e.to_string()))?),
+            events: vec![
+                action_event(
+                    &format!("aip.approval.{outcome}"),
+                    action,
+                    json!({ "approval_id": record.approval_id }),
+                    now,
+                ),
+                action_event(
+                    "aip.action.failed",
+                    action,
+                    json!({ "status": "failed" }),
+                    now,
+                ),
+            ],
+            receipts: chain.take(),
+            fence: None,
+            finish_job: false,
+            now_ms: now,
+        })
+    }
+}
+
+/// The approving votes so far plus this caller's, one per principal, each with the resolver keys it
+/// held when it decided.
+fn approving_votes(decisions: &[DecisionRecord], caller: &Caller, keys: &[String]) -> Vec<Vote> {
+    let mut votes: Vec<Vote> = Vec::new();
+    for d in decisions.iter().filter(|d| d.kind == "approved") {
+        if votes.iter().any(|v| v.principal == d.approver) {
+            continue;
+        }
+        let keys = d
+            .body
+            .get("authority_keys")
+            .and_then(|k| serde_json::from_value::<Vec<String>>(k.clone()).ok())
+            .unwrap_or_default();
+        votes.push(Vote {
+            principal: d.approver.clone(),
+            keys,
+        });
+    }
+    if !votes.iter().any(|v| v.principal == caller.id) {
+        votes.push(Vote {
+            principal: caller.id.clone(),
+            keys: keys.to_vec(),
+        });
+    }
+    votes
+}
+
+/// A decision's constraints must be known comparisons that the (immutable) governed input
+/// satisfies; they are checked again before dispatch by the policy hash, which pins that input.
+fn check_constraints(decision: &ApprovalDecision, input: &Value) -> Result<(), RuntimeError> {
+    if decision.constraints.len() > MAX_CONSTRAINTS {
+        return Err(ApprovalError::ConstraintInvalid("count: at most 16".into()).into());
+    }
+    for c in &decision.constraints {
+        let op = Op::from_name(&c.operator).ok_or_else(|| {
+            ApprovalError::ConstraintInvalid(format!(
+                "{:?}: unknown operator {:?} (lt, lte, gt, gte, eq, ne)",
+                c.field, c.operator
+            ))
+        })?;
+        let value = predicate::field(input, &c.field).ok_or_else(|| {
+            ApprovalError::ConstraintInvalid(format!("{:?}: no such input member", c.field))
+        })?;
+        if predicate::compare(value, op, &c.value) != Some(true) {
+            return Err(ApprovalError::ConstraintInvalid(format!(
+                "{:?} {} {}: not satisfied by the governed input",
+                c.field, c.operator, c.value
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The evidence the policy requires of a decision (`reason`, an external ticket, an attachment);
+/// the input snapshot and the policy decision are the runtime's own.
+fn check_evidence(
+    policy: &ApprovalPolicy,
+    decision: &ApprovalDecision,
+) -> Result<(), RuntimeError> {
+    for required in &policy.evidence_requirements {
+        let present = match required {
+            EvidenceRequirement::Reason => decision
+                .reason
+                .as_ref()
+                .is_some_and(|r| !r.trim().is_empty()),
+            EvidenceRequirement::ExternalTicket => decision
+                .evidence
+                .iter()
+                .any(|e| e.kind == "external_ticket"),
+            EvidenceRequirement::Attachment => {
+                decision.evidence.iter().any(|e| e.kind == "attachment")
+            }
+            EvidenceRequirement::InputSnapshot | EvidenceRequirement::PolicyDecision => true,
+        };
+        if !present {
+            return Err(ApprovalError::EvidenceRequired(required.as_str()).into());
+        }
+    }
+    Ok(())
+}
+
+/// The decision as retained: what was sent, with the authority the resolver gave the approver.
+fn decision_body(
+    decision: &ApprovalDecision,
+    decision_id: &str,
+    keys: &[String],
+) -> Result<Value, RuntimeError> {
+    let mut body = serde_json::to_value(decision).map_err(|e| corrupt(e.to_string()))?;
+    body["decision_id"] = json!(decision_id);
+    body["authority_path"] = json!(keys);
+    body["authority_keys"] = json!(keys);
+    Ok(body)
+}
+
+/// A decision without an id is identified by its content, so sending it again is a replay.
+fn derived_decision_id(decision: &ApprovalDecision) -> String {
+    let digest = aip_core::canonical::canonical_hash(&json!({
+        "approval_id": decision.approval_id,
+        "approver": decision.approver.id,
+        "decision": decision.decision,
+        "decided_at": decision.decided_at,
+    }));
+    format!("dec_{}", &digest[..32])
+}
+
+fn corrupt(what: String) -> RuntimeError {
+    RuntimeError::Storage(StoreError::Corrupt(what))
+}
+
+impl Runtime {
+    /// Cancels an action still waiting for its approval: the runtime owns it (nothing was
+    /// dispatched), so the approval closes as `cancelled` and the action ends `cancelled` in one
+    /// write. A decision that wins the race makes this a state conflict for the caller to re-read.
+    pub(crate) async fn cancel_pending_approval(
+        &self,
+        action: &ActionRecord,
+    ) -> Result<(), RuntimeError> {
+        let approval_id = action
+            .request
+            .get("approval_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "action {} waits without an approval",
+                    action.action_id
+                ))
+            })?;
+        let record = self
+            .store()
+            .get_approval(&action.tenant, approval_id)
+            .await?
+            .ok_or_else(|| corrupt(format!("approval {approval_id} is missing")))?;
+        let now = now_ms();
+        let mut chain = ChainWriter::resume(action, self.store()).await?;
+        chain.push(
+            ReceiptType::ResultReturned,
+            &self.config().agent,
+            json!({ "status": "cancelled", "dispatched": false, "approval_id": approval_id }),
+            now,
+        );
+        let mut cancelled = result::cancelled(&action.action_id);
+        cancelled.receipt = chain.last_ref();
+        let transition = Transition {
+            tenant: action.tenant.clone(),
+            action_id: action.action_id.clone(),
+            from: vec![ActionState::PendingApproval],
+            to: ActionState::Cancelled,
+            result: Some(serde_json::to_value(&cancelled).map_err(|e| corrupt(e.to_string()))?),
+            events: vec![action_event(
+                "aip.action.cancelled",
+                action,
+                json!({ "status": "cancelled", "approval_id": approval_id }),
+                now,
+            )],
+            receipts: chain.take(),
+            fence: None,
+            finish_job: false,
+            now_ms: now,
+        };
+        self.store()
+            .write_approval(ApprovalWrite {
+                tenant: record.tenant.clone(),
+                approval_id: record.approval_id.clone(),
+                expected_version: record.version,
+                decision: None,
+                to: Some(ApprovalState::Cancelled),
+                action: Some(transition),
+                job: None,
+                receipts: Vec::new(),
+                events: Vec::new(),
+                finish_job: None,
+                now_ms: now,
+            })
+            .await?;
+        Ok(())
+    }
+}

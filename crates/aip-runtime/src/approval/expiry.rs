@@ -1,0 +1,202 @@
+//! The approval expiry timer: a durable job per approval, due at its expiry, run by the generic
+//! leased worker. When it fires on a still-pending approval, the approval expires and its action
+//! ends without ever being dispatched (spec 12.4 `expired`); otherwise it only completes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{ErrorCode, ReceiptType};
+use aip_store::{
+    ActionState, ApprovalState, ApprovalWrite, Lease, NewApproval, NewDecision, NewJob, StoreError,
+    Transition,
+};
+use async_trait::async_trait;
+use serde_json::json;
+
+use crate::action::result;
+use crate::approval::APPROVAL_QUEUE;
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::events::action_event;
+use crate::receipts::ChainWriter;
+use crate::runtime::Runtime;
+use crate::worker::JobKind;
+
+/// Decision id of the runtime's expiry decision (one per approval).
+pub(crate) const EXPIRY_DECISION: &str = "expiry";
+
+/// The timer job of a new approval, due at its expiry.
+pub(crate) fn timer(
+    runtime: &Runtime,
+    caller: &Caller,
+    action_id: &str,
+    approval: &NewApproval,
+) -> NewJob {
+    NewJob {
+        job_id: aip_core::generate_with_prefix("job_"),
+        queue: APPROVAL_QUEUE.into(),
+        action_id: Some(action_id.to_owned()),
+        tenant: caller.tenant.clone(),
+        available_at_ms: approval.expires_at_ms,
+        max_attempts: runtime.config().max_attempts.max(1),
+        payload: json!({ "approval_id": approval.approval_id }),
+    }
+}
+
+/// Jobs of the `approvals` queue.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ApprovalTimers;
+
+#[async_trait]
+impl JobKind for ApprovalTimers {
+    fn queue(&self) -> &'static str {
+        APPROVAL_QUEUE
+    }
+
+    async fn run(&self, runtime: &Arc<Runtime>, lease: &Lease) -> Result<(), RuntimeError> {
+        runtime.expire_approval(lease).await
+    }
+
+    async fn failed(&self, runtime: &Arc<Runtime>, lease: &Lease, error: RuntimeError) {
+        // Retried while attempts remain; an approval whose timer cannot run stays pending and is
+        // still refused at decision time and before dispatch once expired.
+        let now = now_ms();
+        let retry_at = now.saturating_add(
+            i64::try_from(Duration::from_secs(1 << lease.attempt.min(5)).as_millis()).unwrap_or(0),
+        );
+        let retry = (lease.attempt < runtime.config().max_attempts).then_some(retry_at);
+        if let Err(err) = runtime
+            .store()
+            .fail_job(&lease.fence, now, retry, &error.to_string())
+            .await
+        {
+            tracing::warn!(job = %lease.fence.job_id, error = %err, "approval timer failure not recorded");
+        }
+    }
+
+    async fn sweep(&self, _runtime: &Arc<Runtime>) -> Result<(), RuntimeError> {
+        Ok(())
+    }
+}
+
+impl Runtime {
+    /// Runs one claimed expiry timer.
+    async fn expire_approval(&self, lease: &Lease) -> Result<(), RuntimeError> {
+        let fence = &lease.fence;
+        let Some(approval_id) = lease.payload.get("approval_id").and_then(|v| v.as_str()) else {
+            self.store()
+                .fail_job(fence, now_ms(), None, "timer without approval")
+                .await?;
+            return Ok(());
+        };
+        let Some(record) = self
+            .store()
+            .get_approval(&lease.tenant, approval_id)
+            .await?
+        else {
+            self.store()
+                .fail_job(fence, now_ms(), None, "approval missing")
+                .await?;
+            return Ok(());
+        };
+        let now = now_ms();
+        if !record.state.is_open() {
+            return Ok(self.store().complete_job(fence, now).await?);
+        }
+        if now < record.expires_at_ms {
+            // Due early (the clocks of two nodes differ): come back at the expiry.
+            self.store()
+                .fail_job(fence, now, Some(record.expires_at_ms), "not yet due")
+                .await?;
+            return Ok(());
+        }
+        let action = self
+            .store()
+            .get_action(&record.tenant, &record.action_id)
+            .await?
+            .ok_or_else(|| {
+                RuntimeError::Storage(StoreError::Corrupt(format!(
+                    "approval {approval_id} without its action"
+                )))
+            })?;
+        let agent = &self.config().agent;
+        let mut chain = ChainWriter::resume(&action, self.store()).await?;
+        chain.push(
+            ReceiptType::ApprovalExpired,
+            agent,
+            json!({ "approval_id": approval_id, "expires_at_ms": record.expires_at_ms }),
+            now,
+        );
+        chain.push(
+            ReceiptType::ResultReturned,
+            agent,
+            json!({ "status": "failed", "dispatched": false }),
+            now,
+        );
+        let mut failed = result::failed_with(
+            &action.action_id,
+            ErrorCode::ApprovalExpired,
+            "the approval expired before it was granted; the action did not run",
+        );
+        failed.receipt = chain.last_ref();
+        let transition = Transition {
+            tenant: action.tenant.clone(),
+            action_id: action.action_id.clone(),
+            from: vec![ActionState::PendingApproval],
+            to: ActionState::Expired,
+            result: Some(
+                serde_json::to_value(&failed)
+                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?,
+            ),
+            events: vec![
+                action_event(
+                    "aip.approval.expired",
+                    &action,
+                    json!({ "approval_id": approval_id }),
+                    now,
+                ),
+                action_event(
+                    "aip.action.expired",
+                    &action,
+                    json!({ "status": "failed" }),
+                    now,
+                ),
+            ],
+            receipts: chain.take(),
+            fence: None,
+            finish_job: false,
+            now_ms: now,
+        };
+        let write = ApprovalWrite {
+            tenant: record.tenant.clone(),
+            approval_id: record.approval_id.clone(),
+            expected_version: record.version,
+            decision: Some(NewDecision {
+                decision_id: EXPIRY_DECISION.into(),
+                approver: agent.id.as_str().to_owned(),
+                kind: "expired".into(),
+                decided_at_ms: now,
+                body: json!({ "approval_id": approval_id, "decision": "expired", "approver": agent, "decided_at": aip_core::Timestamp::from_unix_millis(now) }),
+            }),
+            to: Some(ApprovalState::Expired),
+            action: Some(transition),
+            job: None,
+            receipts: Vec::new(),
+            events: Vec::new(),
+            finish_job: Some(fence.clone()),
+            now_ms: now,
+        };
+        match self.store().write_approval(write).await {
+            Ok(_) => {
+                metrics::counter!("aip_approvals_expired_total").increment(1);
+                Ok(())
+            }
+            // Decided (or cancelled) meanwhile: the timer has nothing left to do.
+            Err(StoreError::StateConflict { .. } | StoreError::Terminal { .. }) => {
+                Ok(self.store().complete_job(fence, now_ms()).await?)
+            }
+            Err(err) => Err(err.into()),
+        }
+    }
+}
