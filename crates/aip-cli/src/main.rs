@@ -7,6 +7,8 @@ use clap::{Parser, Subcommand};
 
 mod abp;
 mod approvals;
+mod client;
+mod escalations;
 mod serve;
 mod wire;
 
@@ -45,6 +47,9 @@ enum Command {
     /// The approver's tool: list, show, approve, deny or revoke approvals on a running server.
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
+    /// The escalation desk's tool: list, show or resolve escalations on a running server.
+    #[command(subcommand)]
+    Escalations(escalations::EscalationsCommand),
 }
 
 fn main() -> ExitCode {
@@ -63,5 +68,6 @@ fn main() -> ExitCode {
         Command::Envelope(cmd) => wire::envelope(&cmd),
         Command::Receipts(cmd) => wire::receipts(&cmd),
         Command::Approvals(cmd) => approvals::run(cmd),
+        Command::Escalations(cmd) => escalations::run(cmd),
     }
 }

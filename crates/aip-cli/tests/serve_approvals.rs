@@ -1,6 +1,7 @@
 //! The approval flow through the binary (issue 15): the no-config start's demo approvers, the
 //! approval-gated `cap:demo:transfer`, the approver's CLI (`aip approvals`), a kill -9 between
-//! the deciding commit and the dispatch on SQLite, and two nodes on PostgreSQL racing the resume.
+//! the deciding commit and the dispatch on SQLite, two nodes on PostgreSQL racing the resume, and
+//! escalations resolved with `aip escalations` (never counted as approvals).
 #![allow(clippy::unwrap_used)]
 
 mod cluster;
@@ -15,8 +16,18 @@ use support::{Client, Server, id, pause};
 
 /// Runs `aip approvals <args>` against `server` as the holder of `token_file`.
 fn cli(server: &Server, token_file: &Path, args: &[&str]) -> (i32, String, String) {
+    client_cli(server, token_file, "approvals", args)
+}
+
+/// Runs `aip <command> <args>` against `server` as the holder of `token_file`.
+fn client_cli(
+    server: &Server,
+    token_file: &Path,
+    command: &str,
+    args: &[&str],
+) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_aip"))
-        .arg("approvals")
+        .arg(command)
         .args(args)
         .env("AIP_URL", format!("http://{}", server.base))
         .env("AIP_TOKEN_FILE", token_file)
@@ -293,4 +304,72 @@ async fn two_postgres_nodes_racing_the_decisions_and_the_resume_dispatch_each_tr
         .await;
     assert_eq!(transfers, 12, "each granted transfer ran exactly once");
     drop((node_a, node_b));
+}
+
+#[tokio::test]
+async fn an_escalation_raised_over_http_is_resolved_with_the_cli_and_approves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, None, &[]);
+    let admin = server.admin();
+    let one = data.join("approver-1.token");
+    let (action_id, approval_id) = transfer(&admin, 500).await;
+    let escalation = support::envelope(
+        "aip.core.v1.escalation",
+        json!({ "escalation": {
+            "kind": "approval",
+            "reason": "please look at this transfer",
+            "requested_by": { "id": "admin", "kind": "service" },
+            "allowed_decisions": ["approve", "reject", "modify"],
+            "form": { "approval_id": approval_id },
+        } }),
+    );
+    let escalation_id = escalation["message_id"].as_str().unwrap().to_owned();
+    let (status, reply) = admin.post("/aip/v1/messages", &escalation).await;
+    assert_eq!(status, 202, "{reply}");
+
+    let (code, out, err) = client_cli(&server, &one, "escalations", &["list"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&escalation_id) && out.contains("open"),
+        "{out}"
+    );
+    let (code, out, err) = client_cli(&server, &one, "escalations", &["show", &escalation_id]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("approve, reject, modify"), "{out}");
+    // Not an allowed decision: refused with the typed code.
+    let (code, _, err) = client_cli(
+        &server,
+        &one,
+        "escalations",
+        &["resolve", &escalation_id, "--decision", "handoff"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("aip.policy.resolution_not_allowed"), "{err}");
+    let (code, out, err) = client_cli(
+        &server,
+        &one,
+        "escalations",
+        &["resolve", &escalation_id, "--decision", "approve", "--json"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let view: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(view["status"], "approved");
+    assert_eq!(view["resolution"]["resolved_by"]["id"], "approver-1");
+    let (code, _, err) = client_cli(
+        &server,
+        &one,
+        "escalations",
+        &["resolve", &escalation_id, "--decision", "reject"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("aip.policy.escalation_closed"), "{err}");
+
+    // The escalation's "approve" decided nothing: the transfer still waits for its approval.
+    pause(200).await;
+    let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
+    assert_eq!(view["state"], "pending_approval", "{view}");
+    let (_, approval) = admin.get(&format!("/aip/v1/approvals/{approval_id}")).await;
+    assert_eq!(approval["status"], "pending", "{approval}");
+    assert_eq!(count_transfers(&data).await, 0);
 }

@@ -133,6 +133,15 @@ error_codes! {
     EvidenceRequired = "aip.policy.evidence_required", Permanent;
     /// A decision id was reused for a different decision.
     DecisionConflict = "aip.policy.decision_conflict", Permanent;
+    /// A principal named in the payload (`requested_by`, `resolved_by`) is not the authenticated
+    /// principal.
+    PrincipalMismatch = "aip.auth.principal_mismatch", Auth;
+    /// The escalation is no longer open (resolved, expired or cancelled).
+    EscalationClosed = "aip.policy.escalation_closed", Permanent;
+    /// An escalation id was reused for a different escalation.
+    EscalationConflict = "aip.policy.escalation_conflict", Permanent;
+    /// The resolution is not one of the escalation's allowed decisions, or not this principal's.
+    ResolutionNotAllowed = "aip.policy.resolution_not_allowed", Policy;
     /// No bearer token, or an unknown one.
     Unauthenticated = "aip.auth.unauthenticated", Auth;
     // ---- actions (spec 11) ----

@@ -84,6 +84,11 @@ impl Caller {
                 && self.has(crate::approval::SCOPE_APPROVAL_SENSITIVE))
     }
 
+    /// Whether the caller may see and resolve its tenant's escalations (spec 12.7).
+    pub fn may_resolve_escalations(&self) -> bool {
+        self.has(SCOPE_ALL) || self.has(crate::escalation::SCOPE_ESCALATION_RESOLVE)
+    }
+
     /// Whether the caller may invoke `capability_id`.
     pub fn may_invoke(&self, capability_id: &str) -> bool {
         self.scopes.iter().any(|scope| {

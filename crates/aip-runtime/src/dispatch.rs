@@ -45,6 +45,8 @@ pub const SERVED: &[MessageType] = &[
     MessageType::ApprovalDecision,
     MessageType::ApprovalQueryRequest,
     MessageType::ApprovalListRequest,
+    MessageType::Escalation,
+    MessageType::EscalationResolution,
 ];
 
 impl Runtime {
@@ -173,6 +175,10 @@ impl Runtime {
                 request,
                 B::ApprovalList(self.read_approvals(caller, b).await?),
             ),
+            B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
+            B::EscalationResolution(b) => {
+                self.serve_escalation_resolution(caller, request, b).await?
+            }
             other => {
                 return Err(RuntimeError::UnsupportedMessage(
                     other.message_type().as_str().to_owned(),

@@ -100,6 +100,18 @@ pub enum RuntimeError {
     /// An approval decision was refused (spec 12.4).
     #[error(transparent)]
     Approval(#[from] ApprovalError),
+    /// A principal the payload names (`requested_by`, `resolved_by`) is not the authenticated one.
+    #[error("the payload's {0} is not the authenticated principal")]
+    PrincipalMismatch(&'static str),
+    /// The escalation id is taken by a different escalation.
+    #[error("this escalation id was used for another escalation")]
+    EscalationConflict,
+    /// The escalation is no longer open.
+    #[error("the escalation is {0}")]
+    EscalationClosed(String),
+    /// The resolution is not allowed (not an allowed decision, or not this principal's).
+    #[error("resolution not allowed: {0}")]
+    ResolutionNotAllowed(&'static str),
 }
 
 /// Why an approval decision was refused (spec 12.4); nothing was recorded.
@@ -200,6 +212,10 @@ impl RuntimeError {
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::Approval(e) => e.code(),
+            RuntimeError::PrincipalMismatch(_) => ErrorCode::PrincipalMismatch,
+            RuntimeError::EscalationConflict => ErrorCode::EscalationConflict,
+            RuntimeError::EscalationClosed(_) => ErrorCode::EscalationClosed,
+            RuntimeError::ResolutionNotAllowed(_) => ErrorCode::ResolutionNotAllowed,
         }
     }
 

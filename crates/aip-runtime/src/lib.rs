@@ -17,6 +17,7 @@ pub mod caller;
 pub mod clock;
 mod dispatch;
 pub mod error;
+pub mod escalation;
 mod events;
 pub mod handler;
 mod read;

@@ -116,6 +116,7 @@ impl Runtime {
         self.recover().await?;
         crate::worker::start(self, Arc::new(crate::action::job::ActionJobs));
         crate::worker::start(self, Arc::new(crate::approval::expiry::ApprovalTimers));
+        crate::worker::start(self, Arc::new(crate::escalation::EscalationTimers));
         Ok(())
     }
 

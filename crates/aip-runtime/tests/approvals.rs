@@ -12,7 +12,7 @@ use std::time::Duration;
 use aip_runtime::handler::demo::{TRANSFERS, TransferHandler, demo_capabilities};
 use aip_runtime::{Caller, Registry, Runtime};
 use serde_json::{Value, json};
-use support::{envelope, id};
+use support::{code, envelope, id, send};
 
 const TENANT: &str = "t";
 
@@ -60,18 +60,6 @@ fn reader() -> Caller {
 /// May invoke, holds no role, sees only its own objects.
 fn outsider() -> Caller {
     support::caller("mallory", TENANT, &["invoke:*"])
-}
-
-async fn send(runtime: &Arc<Runtime>, caller: &Caller, env: &Value) -> (u16, Value) {
-    let reply = runtime
-        .handle(
-            caller,
-            env.to_string().as_bytes(),
-            aip_runtime::Accept::AnyMessage,
-        )
-        .await;
-    let body: Value = serde_json::from_slice(&reply.envelope.to_json_vec()).unwrap();
-    (support::status_of(&reply), body)
 }
 
 /// Submits an async transfer of `amount` on `capability`; returns (action id, approval id).
@@ -122,12 +110,6 @@ async fn decide(
     kind: &str,
 ) -> (u16, Value) {
     send(runtime, caller, &decision(approval_id, kind, caller, None)).await
-}
-
-fn code(reply: &Value) -> &str {
-    reply["body"]["error"]["error"]["code"]
-        .as_str()
-        .unwrap_or("")
 }
 
 async fn approval_status(runtime: &Arc<Runtime>, caller: &Caller, approval_id: &str) -> Value {

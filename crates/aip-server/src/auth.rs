@@ -73,7 +73,10 @@ impl AuthIndex {
                     id: (*id).into(),
                     kind: aip_core::PrincipalKind::Human,
                     tenant: config.admin.tenant.clone(),
-                    scopes: vec!["invoke:cap:demo:*".into()],
+                    scopes: vec![
+                        "invoke:cap:demo:*".into(),
+                        aip_runtime::escalation::SCOPE_ESCALATION_RESOLVE.into(),
+                    ],
                     issuer: "bearer".into(),
                     external_account: None,
                     roles: vec![DEMO_APPROVER_ROLE.into()],

@@ -48,6 +48,12 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/approvals", get(approvals))
         .route("/aip/v1/approvals/{approval_id}", get(approval))
         .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
+        .route("/aip/v1/escalations", get(escalations))
+        .route("/aip/v1/escalations/{escalation_id}", get(escalation))
+        .route(
+            "/aip/v1/escalations/{escalation_id}/resolution",
+            post(resolve_escalation),
+        )
         .route("/aip/v1/sessions", get(sessions))
         .route("/aip/v1/sessions/{session_id}", get(session))
         .route("/aip/v1/sessions/{session_id}/close", post(close_session))
@@ -821,6 +827,96 @@ async fn decide(
                 crate::links::approval(&mut view);
                 view
             }),
+    )
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EscalationListParams {
+    status: Option<String>,
+    kind: Option<String>,
+    requester: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /aip/v1/escalations`: the escalations the caller may see (its own; the tenant's for
+/// `escalation:resolve` holders and tenant-wide readers), oldest first.
+async fn escalations(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    ReadQuery(p): ReadQuery<EscalationListParams>,
+) -> Response {
+    let filter = aip_runtime::escalation::EscalationFilter {
+        status: p.status,
+        kind: p.kind,
+        requester: p.requester,
+        cursor: p.cursor,
+        limit: p.limit,
+    };
+    read_response(runtime(&state).read_escalations(&caller, &filter).await)
+}
+
+/// A read that takes no query parameters (any given is refused, not ignored).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoParams {}
+
+/// `GET /aip/v1/escalations/{id}`: one escalation with its resolution.
+async fn escalation(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(escalation_id): Path<String>,
+    ReadQuery(_): ReadQuery<NoParams>,
+) -> Response {
+    read_response(
+        runtime(&state)
+            .read_escalation(&caller, &escalation_id)
+            .await,
+    )
+}
+
+/// Body of `POST /aip/v1/escalations/{id}/resolution`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResolutionBody {
+    status: aip_core::EscalationResolutionStatus,
+    result: Option<serde_json::Value>,
+    /// When present it must name the authenticated principal.
+    resolved_by: Option<aip_core::Principal>,
+}
+
+/// `POST /aip/v1/escalations/{id}/resolution`: `escalation_resolution` (spec 12.7); the escalation
+/// as it then stands. Never an approval decision.
+async fn resolve_escalation(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(escalation_id): Path<String>,
+    body: Bytes,
+) -> Response {
+    let body = match optional_json::<ResolutionBody>(&body) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            return invalid_body(
+                "body must be {\"status\": \"approved\"|\"rejected\"|\"modified\"|\"handoff_completed\"|\"cancelled\", \"result\"?}",
+            )
+            .into_response();
+        }
+        Err(err) => return err.into_response(),
+    };
+    let resolution = aip_core::EscalationResolution {
+        status: body.status,
+        resolved_by: body.resolved_by.unwrap_or_else(|| caller.principal()),
+        resolved_at: Timestamp::now(),
+        result: body.result,
+    };
+    if let Err(refused) = semantic(&resolution) {
+        return refused.into_response();
+    }
+    read_response(
+        runtime(&state)
+            .resolve_escalation(&caller, &escalation_id, &resolution)
+            .await,
     )
 }
 

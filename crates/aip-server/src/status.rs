@@ -29,9 +29,11 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         | ErrorCode::DuplicateActionId
         | ErrorCode::Terminal
         | ErrorCode::ApprovalClosed
-        | ErrorCode::DecisionConflict => Some(StatusCode::CONFLICT),
-        // Authenticated, but not as the approver it claims to be.
-        ErrorCode::ApproverMismatch => Some(StatusCode::FORBIDDEN),
+        | ErrorCode::DecisionConflict
+        | ErrorCode::EscalationClosed
+        | ErrorCode::EscalationConflict => Some(StatusCode::CONFLICT),
+        // Authenticated, but not as the approver (or principal) it claims to be.
+        ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch => Some(StatusCode::FORBIDDEN),
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),
         ErrorCode::UnsupportedMediaType => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         _ => None,

@@ -23,6 +23,7 @@ pub(crate) enum CursorKind {
     Sessions,
     Audit,
     Approvals,
+    Escalations,
     /// A position in a followed stream (an action's chunks as one reader sees them).
     Stream,
 }
@@ -35,6 +36,7 @@ impl CursorKind {
             CursorKind::Sessions => b"sessions",
             CursorKind::Audit => b"audit",
             CursorKind::Approvals => b"approvals",
+            CursorKind::Escalations => b"escalations",
             CursorKind::Stream => b"stream",
         }
     }

@@ -59,6 +59,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "approvals",
         sql: include_str!("../migrations/sqlite/0006_approvals.sql"),
     },
+    Migration {
+        version: 7,
+        name: "escalations",
+        sql: include_str!("../migrations/sqlite/0007_escalations.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -82,6 +87,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 4,
         name: "approvals",
         sql: include_str!("../migrations/postgres/0004_approvals.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "escalations",
+        sql: include_str!("../migrations/postgres/0005_escalations.sql"),
     },
 ];
 

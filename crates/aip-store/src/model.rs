@@ -974,6 +974,137 @@ pub struct AuditQuery {
     pub to_ms: Option<i64>,
 }
 
+string_enum!(
+    /// State of an escalation (spec 12.7): open, or how it ended (the resolution statuses).
+    EscalationState {
+        /// Waiting for a human.
+        Open = "open",
+        /// Resolved: approved.
+        Approved = "approved",
+        /// Resolved: rejected.
+        Rejected = "rejected",
+        /// Resolved: the human modified the work.
+        Modified = "modified",
+        /// Resolved: the human took over.
+        HandoffCompleted = "handoff_completed",
+        /// Nobody resolved it in time.
+        Expired = "expired",
+        /// Withdrawn or cancelled.
+        Cancelled = "cancelled",
+    }
+);
+
+impl EscalationState {
+    /// Whether a resolution may still be recorded.
+    pub fn is_open(self) -> bool {
+        self == EscalationState::Open
+    }
+}
+
+/// An escalation to store (spec 12.7).
+#[derive(Debug, Clone)]
+pub struct NewEscalation {
+    /// Escalation id (the raising envelope's message id), unique per tenant.
+    pub escalation_id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// The raising (authenticated) principal.
+    pub requester: String,
+    /// `approval`, `input`, `handoff` or `policy_exception`.
+    pub kind: String,
+    /// The raising envelope's correlation id.
+    pub correlation_id: Option<String>,
+    /// The raising envelope's session.
+    pub session_id: Option<String>,
+    /// When it expires unresolved, epoch ms.
+    pub expires_at_ms: Option<i64>,
+    /// Creation time, epoch ms.
+    pub created_at_ms: i64,
+    /// The escalation body.
+    pub body: Value,
+}
+
+/// A stored escalation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EscalationRecord {
+    /// Escalation id.
+    pub escalation_id: String,
+    /// Tenant.
+    pub tenant: String,
+    /// The raising principal.
+    pub requester: String,
+    /// Escalation kind.
+    pub kind: String,
+    /// Current state.
+    pub state: EscalationState,
+    /// Correlation id of the raising envelope.
+    pub correlation_id: Option<String>,
+    /// Session of the raising envelope.
+    pub session_id: Option<String>,
+    /// Expiry, epoch ms.
+    pub expires_at_ms: Option<i64>,
+    /// Creation time, epoch ms.
+    pub created_at_ms: i64,
+    /// Last change, epoch ms.
+    pub updated_at_ms: i64,
+    /// The compare-and-set token.
+    pub version: i64,
+    /// The escalation body.
+    pub body: Value,
+    /// Who resolved it (absent for the runtime's expiry).
+    pub resolver: Option<String>,
+    /// The resolution body, once resolved.
+    pub resolution: Option<Value>,
+}
+
+/// What creating an escalation did.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum EscalationCreated {
+    /// Stored (with its expiry timer, when it has one).
+    Created(EscalationRecord),
+    /// The id was already taken in the tenant: nothing was written; the stored one.
+    Existing(EscalationRecord),
+}
+
+/// One compare-and-set resolution of an open escalation.
+#[derive(Debug, Clone)]
+pub struct EscalationResolve {
+    /// Tenant.
+    pub tenant: String,
+    /// Escalation id.
+    pub escalation_id: String,
+    /// The version the writer read; a different stored version (or a closed escalation) is a
+    /// [`StoreError::StateConflict`](crate::StoreError::StateConflict).
+    pub expected_version: i64,
+    /// The resolved state (not `open`).
+    pub to: EscalationState,
+    /// The resolving principal (`None` for the runtime's expiry).
+    pub resolver: Option<String>,
+    /// The resolution body.
+    pub resolution: Value,
+    /// When set, completes this leased job under its fence (the expiry timer that wrote this).
+    pub finish_job: Option<Fence>,
+    /// Time, epoch ms.
+    pub now_ms: i64,
+}
+
+/// Filters of an escalation list; `tenant` and `requester_only` bound visibility.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EscalationQuery {
+    /// Tenant.
+    pub tenant: String,
+    /// A reader who sees only the escalations it raised; `None` for readers who see the tenant's
+    /// (resolvers and tenant-wide readers).
+    pub requester_only: Option<String>,
+    /// Only escalations in this state.
+    pub state: Option<EscalationState>,
+    /// Only escalations this principal raised.
+    pub requester: Option<String>,
+    /// Only escalations of this kind.
+    pub kind: Option<String>,
+}
+
 /// A generic application record (e.g. the demo booking capability's bookings).
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppRecord {

@@ -83,6 +83,9 @@ suite!(
     approval_writes_are_compare_and_set_and_a_decision_id_is_replayed,
     an_approval_write_moves_its_action_and_queues_its_job_all_or_nothing,
     approval_lists_show_only_what_the_reader_requested_or_may_decide,
+    an_escalation_is_stored_once_per_tenant_id_with_its_timer,
+    an_escalation_is_resolved_once_and_a_stale_or_second_resolution_is_refused,
+    escalation_lists_are_scoped_to_their_reader_and_filters,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -2966,6 +2969,225 @@ mod cases {
                 Limit::max()
             )
             .await,
+            Err(StoreError::ForeignCursor | StoreError::InvalidCursor)
+        ));
+    }
+
+    fn escalation(tenant: &str, id: &str, requester: &str, kind: &str) -> NewEscalation {
+        NewEscalation {
+            escalation_id: id.into(),
+            tenant: tenant.into(),
+            requester: requester.into(),
+            kind: kind.into(),
+            correlation_id: Some("corr-1".into()),
+            session_id: None,
+            expires_at_ms: Some(T0 + 60_000),
+            created_at_ms: T0,
+            body: json!({ "kind": kind, "reason": id }),
+        }
+    }
+
+    fn escalation_timer(tenant: &str, id: &str) -> NewJob {
+        NewJob {
+            job_id: format!("job-{id}"),
+            queue: "escalations".into(),
+            action_id: None,
+            tenant: tenant.into(),
+            available_at_ms: T0 + 60_000,
+            max_attempts: 3,
+            payload: json!({ "escalation_id": id }),
+        }
+    }
+
+    fn resolution(tenant: &str, id: &str, version: i64, to: EscalationState) -> EscalationResolve {
+        EscalationResolve {
+            tenant: tenant.into(),
+            escalation_id: id.into(),
+            expected_version: version,
+            to,
+            resolver: Some("rita".into()),
+            resolution: json!({ "status": to.as_str() }),
+            finish_job: None,
+            now_ms: T0 + 10,
+        }
+    }
+
+    pub async fn an_escalation_is_stored_once_per_tenant_id_with_its_timer(h: &Harness) {
+        let s = &h.store;
+        let created = s
+            .create_escalation(
+                escalation("t1", "esc-1", "agent", "input"),
+                Some(escalation_timer("t1", "esc-1")),
+            )
+            .await
+            .unwrap();
+        let EscalationCreated::Created(record) = created else {
+            panic!("first create must store");
+        };
+        assert_eq!(record.state, EscalationState::Open);
+        assert_eq!(record.correlation_id.as_deref(), Some("corr-1"));
+        assert!(record.resolution.is_none());
+        // The same id again writes nothing (not even a second timer).
+        let again = s
+            .create_escalation(
+                escalation("t1", "esc-1", "other", "handoff"),
+                Some(escalation_timer("t1", "esc-1b")),
+            )
+            .await
+            .unwrap();
+        let EscalationCreated::Existing(existing) = again else {
+            panic!("a taken id must return the stored escalation");
+        };
+        assert_eq!(
+            (existing.requester.as_str(), existing.kind.as_str()),
+            ("agent", "input")
+        );
+        // Another tenant's id is its own.
+        assert!(matches!(
+            s.create_escalation(escalation("t2", "esc-1", "agent", "input"), None)
+                .await
+                .unwrap(),
+            EscalationCreated::Created(_)
+        ));
+        assert!(s.get_escalation("t3", "esc-1").await.unwrap().is_none());
+        // Exactly one timer, due at the expiry.
+        assert!(
+            s.claim("escalations", &WorkerId::fresh(), T0, 1000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+        let lease = s
+            .claim("escalations", &WorkerId::fresh(), T0 + 60_000, 1000)
+            .await
+            .unwrap()
+            .expect("the timer is due at the expiry");
+        assert_eq!(lease.payload["escalation_id"], "esc-1");
+        assert!(
+            s.claim("escalations", &WorkerId::fresh(), T0 + 60_000, 1000)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    pub async fn an_escalation_is_resolved_once_and_a_stale_or_second_resolution_is_refused(
+        h: &Harness,
+    ) {
+        let s = &h.store;
+        s.create_escalation(escalation("t1", "esc-2", "agent", "approval"), None)
+            .await
+            .unwrap();
+        assert!(matches!(
+            s.resolve_escalation(resolution("t1", "esc-2", 0, EscalationState::Open))
+                .await,
+            Err(StoreError::InvalidInput(_))
+        ));
+        assert!(matches!(
+            s.resolve_escalation(resolution("t1", "esc-2", 7, EscalationState::Approved))
+                .await,
+            Err(StoreError::StateConflict { .. })
+        ));
+        let done = s
+            .resolve_escalation(resolution("t1", "esc-2", 0, EscalationState::Rejected))
+            .await
+            .unwrap();
+        assert_eq!(done.state, EscalationState::Rejected);
+        assert_eq!(done.resolver.as_deref(), Some("rita"));
+        assert_eq!(done.resolution, Some(json!({ "status": "rejected" })));
+        assert_eq!(done.version, 1);
+        // Closed: even with the current version nothing changes.
+        assert!(matches!(
+            s.resolve_escalation(resolution("t1", "esc-2", 1, EscalationState::Approved)).await,
+            Err(StoreError::StateConflict { actual }) if actual == "rejected"
+        ));
+        assert!(matches!(
+            s.resolve_escalation(resolution("t9", "esc-2", 0, EscalationState::Approved))
+                .await,
+            Err(StoreError::NotFound { .. })
+        ));
+        assert_eq!(
+            s.get_escalation("t1", "esc-2")
+                .await
+                .unwrap()
+                .unwrap()
+                .state,
+            EscalationState::Rejected
+        );
+    }
+
+    pub async fn escalation_lists_are_scoped_to_their_reader_and_filters(h: &Harness) {
+        let s = &h.store;
+        for (id, requester, kind) in [
+            ("e1", "amy", "input"),
+            ("e2", "bob", "handoff"),
+            ("e3", "amy", "approval"),
+        ] {
+            s.create_escalation(escalation("t1", id, requester, kind), None)
+                .await
+                .unwrap();
+        }
+        s.create_escalation(escalation("t2", "e4", "amy", "input"), None)
+            .await
+            .unwrap();
+        s.resolve_escalation(resolution("t1", "e3", 0, EscalationState::Cancelled))
+            .await
+            .unwrap();
+        let ids = |p: &Page<EscalationRecord>| {
+            p.items
+                .iter()
+                .map(|e| e.escalation_id.clone())
+                .collect::<Vec<_>>()
+        };
+        let all = EscalationQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            ids(&s.list_escalations(&all, None, Limit::max()).await.unwrap()),
+            ["e1", "e2", "e3"]
+        );
+        let amy = EscalationQuery {
+            requester_only: Some("amy".into()),
+            ..all.clone()
+        };
+        assert_eq!(
+            ids(&s.list_escalations(&amy, None, Limit::max()).await.unwrap()),
+            ["e1", "e3"]
+        );
+        let open = EscalationQuery {
+            state: Some(EscalationState::Open),
+            ..all.clone()
+        };
+        assert_eq!(
+            ids(&s.list_escalations(&open, None, Limit::max()).await.unwrap()),
+            ["e1", "e2"]
+        );
+        let handoffs = EscalationQuery {
+            kind: Some("handoff".into()),
+            ..all.clone()
+        };
+        assert_eq!(
+            ids(&s
+                .list_escalations(&handoffs, None, Limit::max())
+                .await
+                .unwrap()),
+            ["e2"]
+        );
+        // Pages with a cursor bound to the reader's scope.
+        let first = s
+            .list_escalations(&all, None, Limit::new(2).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(ids(&first), ["e1", "e2"]);
+        let rest = s
+            .list_escalations(&all, Some(&first.next_cursor), Limit::max())
+            .await
+            .unwrap();
+        assert_eq!(ids(&rest), ["e3"]);
+        assert!(matches!(
+            s.list_escalations(&amy, Some(&first.next_cursor), Limit::max())
+                .await,
             Err(StoreError::ForeignCursor | StoreError::InvalidCursor)
         ));
     }

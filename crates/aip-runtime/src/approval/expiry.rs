@@ -3,7 +3,6 @@
 //! ends without ever being dispatched (spec 12.4 `expired`); otherwise it only completes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use aip_core::{ErrorCode, ReceiptType};
 use aip_store::{
@@ -61,18 +60,7 @@ impl JobKind for ApprovalTimers {
     async fn failed(&self, runtime: &Arc<Runtime>, lease: &Lease, error: RuntimeError) {
         // Retried while attempts remain; an approval whose timer cannot run stays pending and is
         // still refused at decision time and before dispatch once expired.
-        let now = now_ms();
-        let retry_at = now.saturating_add(
-            i64::try_from(Duration::from_secs(1 << lease.attempt.min(5)).as_millis()).unwrap_or(0),
-        );
-        let retry = (lease.attempt < runtime.config().max_attempts).then_some(retry_at);
-        if let Err(err) = runtime
-            .store()
-            .fail_job(&lease.fence, now, retry, &error.to_string())
-            .await
-        {
-            tracing::warn!(job = %lease.fence.job_id, error = %err, "approval timer failure not recorded");
-        }
+        crate::worker::retry_timer(runtime, lease, &error, "approval").await;
     }
 
     async fn sweep(&self, _runtime: &Arc<Runtime>) -> Result<(), RuntimeError> {

@@ -41,6 +41,28 @@ pub(crate) trait JobKind: Send + Sync + 'static {
     async fn sweep(&self, runtime: &Arc<Runtime>) -> Result<(), RuntimeError>;
 }
 
+/// The usual [`JobKind::failed`] of a timer: retried with exponential backoff (2^attempt s, at most
+/// 32 s) while attempts remain, else given up. What the timer guards stays as it was, and is still
+/// checked where it is used.
+pub(crate) async fn retry_timer(
+    runtime: &Runtime,
+    lease: &Lease,
+    error: &RuntimeError,
+    what: &str,
+) {
+    let now = now_ms();
+    let backoff = Duration::from_secs(1 << lease.attempt.min(5)).as_millis();
+    let retry_at = now.saturating_add(i64::try_from(backoff).unwrap_or(0));
+    let retry = (lease.attempt < runtime.config().max_attempts).then_some(retry_at);
+    if let Err(err) = runtime
+        .store()
+        .fail_job(&lease.fence, now, retry, &error.to_string())
+        .await
+    {
+        tracing::warn!(job = %lease.fence.job_id, error = %err, "{what} timer failure not recorded");
+    }
+}
+
 /// Starts `runtime`'s configured number of workers for `kind`, and its sweep.
 pub(crate) fn start(runtime: &Arc<Runtime>, kind: Arc<dyn JobKind>) {
     for _ in 0..runtime.config().async_workers.max(1) {

@@ -244,9 +244,13 @@ pub fn status_of(reply: &aip_runtime::Reply) -> u16 {
             | ErrorCode::DuplicateActionId
             | ErrorCode::Terminal
             | ErrorCode::ApprovalClosed
-            | ErrorCode::DecisionConflict,
+            | ErrorCode::DecisionConflict
+            | ErrorCode::EscalationClosed
+            | ErrorCode::EscalationConflict,
         ) => 409,
-        aip_runtime::Outcome::Refused(ErrorCode::ApproverMismatch) => 403,
+        aip_runtime::Outcome::Refused(
+            ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch,
+        ) => 403,
         aip_runtime::Outcome::Refused(code) => code.category().http_status(),
         _ => 500,
     }
@@ -271,4 +275,28 @@ pub fn envelope(message_type: &str, body: Value) -> Value {
         "sent_at": aip_core::Timestamp::now(),
         "body": body,
     })
+}
+
+/// Sends `env` as `caller` through the binding-independent entry point; returns (status, reply).
+pub async fn send(
+    runtime: &std::sync::Arc<aip_runtime::Runtime>,
+    caller: &Caller,
+    env: &Value,
+) -> (u16, Value) {
+    let reply = runtime
+        .handle(
+            caller,
+            env.to_string().as_bytes(),
+            aip_runtime::Accept::AnyMessage,
+        )
+        .await;
+    let body: Value = serde_json::from_slice(&reply.envelope.to_json_vec()).unwrap();
+    (status_of(&reply), body)
+}
+
+/// The typed error code of an error reply ("" for any other reply).
+pub fn code(reply: &Value) -> &str {
+    reply["body"]["error"]["error"]["code"]
+        .as_str()
+        .unwrap_or("")
 }

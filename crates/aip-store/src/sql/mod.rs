@@ -12,6 +12,7 @@
 mod action;
 mod approval;
 mod dialect;
+mod escalation;
 mod event;
 mod housekeeping;
 mod job;

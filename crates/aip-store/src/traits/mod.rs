@@ -1,6 +1,6 @@
 //! The storage traits the runtime talks to, one per aggregate: no SQL crosses them.
 //!
-//! Each aggregate (actions, jobs, events, sessions, receipts, replay claims, application records,
+//! Each aggregate (actions, approvals, escalations, jobs, events, sessions, receipts, replay claims, application records,
 //! housekeeping) has its own trait in its own file, so a feature adds a trait and a file here (and
 //! its line in [`Store`]) without touching the others. [`Store`] is all of them together; the
 //! runtime holds it as `Arc<dyn Store>`, on which every method resolves through the supertraits.
@@ -12,6 +12,7 @@
 
 mod action;
 mod approval;
+mod escalation;
 mod event;
 mod housekeeping;
 mod job;
@@ -22,6 +23,7 @@ mod session;
 
 pub use action::ActionStore;
 pub use approval::ApprovalStore;
+pub use escalation::EscalationStore;
 pub use event::EventStore;
 pub use housekeeping::HousekeepingStore;
 pub use job::JobStore;
@@ -35,6 +37,7 @@ pub use session::SessionStore;
 pub trait Store:
     ActionStore
     + ApprovalStore
+    + EscalationStore
     + JobStore
     + EventStore
     + SessionStore
@@ -48,6 +51,7 @@ pub trait Store:
 impl<T> Store for T where
     T: ActionStore
         + ApprovalStore
+        + EscalationStore
         + JobStore
         + EventStore
         + SessionStore
