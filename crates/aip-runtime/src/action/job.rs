@@ -32,6 +32,10 @@ impl JobKind for ActionJobs {
         ACTION_QUEUE
     }
 
+    fn woken_by_notify(&self) -> bool {
+        true
+    }
+
     async fn run(&self, runtime: &Arc<Runtime>, lease: &Lease) -> Result<(), RuntimeError> {
         runtime.run_action_job(lease).await
     }

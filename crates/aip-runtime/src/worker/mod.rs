@@ -29,6 +29,14 @@ pub(crate) trait JobKind: Send + Sync + 'static {
     /// The queue this kind's jobs wait in.
     fn queue(&self) -> &'static str;
 
+    /// Whether an idle worker of this kind wakes on the runtime's work notification (work queued
+    /// that is due now). Only one kind may: the notification wakes one waiter, and a timer worker
+    /// taking it would leave the queued action waiting for the idle poll. Timer kinds, whose jobs
+    /// fall due later, poll.
+    fn woken_by_notify(&self) -> bool {
+        false
+    }
+
     /// Runs one claimed job. On success the job must have been settled (completed, released or
     /// failed) under `lease.fence`.
     async fn run(&self, runtime: &Arc<Runtime>, lease: &Lease) -> Result<(), RuntimeError>;
@@ -103,9 +111,15 @@ async fn work(runtime: Arc<Runtime>, kind: Arc<dyn JobKind>) {
                     tracing::error!(queue = kind.queue(), job = %lease.fence.job_id, "settling a failed job panicked");
                 }
             }
-            Ok(None) => {
+            Ok(None) if kind.woken_by_notify() => {
                 tokio::select! {
                     () = runtime.work_ready().notified() => {}
+                    () = tokio::time::sleep(IDLE_POLL) => {}
+                    () = runtime.shutdown_token().cancelled() => {}
+                }
+            }
+            Ok(None) => {
+                tokio::select! {
                     () = tokio::time::sleep(IDLE_POLL) => {}
                     () = runtime.shutdown_token().cancelled() => {}
                 }

@@ -1,0 +1,223 @@
+//! Load benchmark of the approval-gated flow (issue 15) against plain sync actions in the same run,
+//! both through the real `aip serve` binary on its embedded SQLite store:
+//! - `sync`: one sync `cap:demo:echo` action per operation (admission, dispatch, result; the
+//!   baseline);
+//! - `approval`: one operation is the whole gated flow of `cap:demo:transfer` below its quorum
+//!   tier: the async action is admitted and waits (approval request, policy hash, timer), the demo
+//!   approver `approver-1` decides it over REST (12.4 checks, compare-and-set decision, resume),
+//!   and the client waits for the terminal state (`wait_ms`), so the dispatch after re-validation
+//!   is inside the measured time.
+//!
+//! Run with `cargo bench -p aip-cli --bench approval_load`; `AIP_BENCH_REQUESTS` overrides the
+//! operations per level (default 600), `AIP_BENCH_LEVELS` the concurrency levels (default 1,16).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Figures {
+    rate: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+}
+
+fn main() {
+    if !common::benchmarking("approval_load") {
+        return;
+    }
+    let requests = common::requests(600);
+    let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
+        .unwrap_or_else(|_| "1,16".to_owned())
+        .split(',')
+        .map(|l| {
+            l.trim()
+                .parse()
+                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
+        })
+        .collect();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("aip-bench-approval-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let node = common::start_node(&dir.join("aip"), None, None);
+    let approver = std::fs::read_to_string(dir.join("aip/data/approver-1.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let base = Arc::new(format!("http://{}", node.addr));
+    let http = common::http_client();
+    println!(
+        "operations per level: {requests} (after {} warm-up operations)",
+        common::WARMUP
+    );
+    println!("load average (1 min) before: {}", common::load_average());
+    println!(
+        "| concurrency | sync actions/s | sync p50 ms | sync p99 ms | approval flows/s | flow p50 ms | flow p99 ms | flow/sync |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for concurrency in levels {
+        let sync = {
+            let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
+            rt.block_on(measure(requests, concurrency, move |_| {
+                let (http, base, token) = (http.clone(), base.clone(), token.clone());
+                async move { sync_action(&http, &base, &token).await }
+            }))
+        };
+        let flow = {
+            let (http, base, token, approver) = (
+                http.clone(),
+                base.clone(),
+                node.token.clone(),
+                approver.clone(),
+            );
+            rt.block_on(measure(requests, concurrency, move |_| {
+                let (http, base, token, approver) =
+                    (http.clone(), base.clone(), token.clone(), approver.clone());
+                async move { approval_flow(&http, &base, &token, &approver).await }
+            }))
+        };
+        println!(
+            "| {concurrency} | {:.0} | {:.2} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
+            sync.rate,
+            sync.p50_ms,
+            sync.p99_ms,
+            flow.rate,
+            flow.p50_ms,
+            flow.p99_ms,
+            flow.rate / sync.rate
+        );
+    }
+    println!("load average (1 min) after: {}", common::load_average());
+    drop(node);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `WARMUP` sequential operations, then `requests` with `in_flight` workers.
+async fn measure<F, Fut>(requests: usize, in_flight: usize, op: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    for i in 0..common::WARMUP {
+        op(i).await;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..in_flight {
+        let (op, next) = (op.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    break latencies;
+                }
+                let t = Instant::now();
+                op(i).await;
+                latencies.push(t.elapsed());
+            }
+        }));
+    }
+    let mut all: Vec<Duration> = Vec::with_capacity(requests);
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    let pct =
+        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
+    Figures {
+        rate: all.len() as f64 / elapsed,
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+    }
+}
+
+fn fresh(prefix: &str) -> String {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}bench_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+async fn call(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "HTTP {status}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn action(capability: &str, mode: &str, input: Value) -> Value {
+    json!({
+        "aip_version": "1.0",
+        "message_type": "aip.core.v1.action",
+        "message_id": fresh("msg_"),
+        "sent_at": aip_core::Timestamp::now(),
+        "body": { "action": { "id": fresh("act_"), "capability_id": capability, "mode": mode, "input": input } },
+    })
+}
+
+async fn sync_action(http: &reqwest::Client, base: &str, token: &str) {
+    let envelope = action("cap:demo:echo", "sync", json!({ "text": "hello" }));
+    call(
+        http.post(format!("{base}/aip/v1/actions"))
+            .bearer_auth(token)
+            .header("content-type", "application/aip+json")
+            .body(envelope.to_string()),
+    )
+    .await;
+}
+
+async fn approval_flow(http: &reqwest::Client, base: &str, token: &str, approver: &str) {
+    let envelope = action(
+        "cap:demo:transfer",
+        "async",
+        json!({ "amount_minor": 500, "to": "acct:bob" }),
+    );
+    let action_id = envelope["body"]["action"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ack = call(
+        http.post(format!("{base}/aip/v1/actions"))
+            .bearer_auth(token)
+            .header("content-type", "application/aip+json")
+            .body(envelope.to_string()),
+    )
+    .await;
+    let approval_id = ack["extensions"]["approval"]["approval_id"]
+        .as_str()
+        .expect("the ack names its approval")
+        .to_owned();
+    let decided = call(
+        http.post(format!("{base}/aip/v1/approvals/{approval_id}/decision"))
+            .bearer_auth(approver)
+            .json(&json!({ "decision": "approved" })),
+    )
+    .await;
+    assert_eq!(decided["status"], "approved", "{decided}");
+    loop {
+        let view = call(
+            http.get(format!("{base}/aip/v1/actions/{action_id}?wait_ms=10000"))
+                .bearer_auth(token),
+        )
+        .await;
+        match view["state"].as_str() {
+            Some("completed") => break,
+            Some("queued" | "running") => continue,
+            other => panic!("transfer ended {other:?}: {view}"),
+        }
+    }
+}
