@@ -43,6 +43,9 @@ pub struct Caller {
     pub roles: Vec<String>,
     /// Groups bound by configuration (approval authority, spec 12.1).
     pub groups: Vec<String>,
+    /// The tenant approval policies the directory counts this principal in (spec 12.1 "tenant
+    /// policy" authority), by policy id.
+    pub approval_policies: Vec<String>,
 }
 
 impl Caller {
@@ -59,15 +62,22 @@ impl Caller {
             external_account: None,
             roles: Vec::new(),
             groups: Vec::new(),
+            approval_policies: Vec::new(),
         }
     }
 
     /// The authority this caller holds as the trusted resolver states it (spec 12.1):
-    /// `principal:<id>`, `role:<name>`, `group:<name>`. Only configuration puts anything here.
+    /// `principal:<id>`, `role:<name>`, `group:<name>`, `tenant_policy:<id>`. Only configuration
+    /// puts anything here.
     pub fn resolver_keys(&self) -> Vec<String> {
         let mut keys = vec![format!("principal:{}", self.id)];
         keys.extend(self.roles.iter().map(|r| format!("role:{r}")));
         keys.extend(self.groups.iter().map(|g| format!("group:{g}")));
+        keys.extend(
+            self.approval_policies
+                .iter()
+                .map(|p| format!("tenant_policy:{p}")),
+        );
         keys
     }
 
@@ -148,6 +158,7 @@ mod tests {
             external_account: None,
             roles: Vec::new(),
             groups: Vec::new(),
+            approval_policies: Vec::new(),
         }
     }
 

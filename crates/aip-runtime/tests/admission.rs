@@ -43,6 +43,7 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
         external_account: None,
         roles: Vec::new(),
         groups: Vec::new(),
+        approval_policies: Vec::new(),
     };
     let agent = aip_runtime::registry::agent_principal("agent:x", "x");
     let manifest = registry.manifest(&agent, &admin, json!({}), None, (&[], &[]));

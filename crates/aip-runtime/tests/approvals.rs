@@ -30,8 +30,35 @@ async fn node(path: &Path, ttl_ms: u64, start: bool) -> Arc<Runtime> {
         serde_json::from_value(gated).unwrap(),
         Arc::new(TransferHandler::new(Arc::clone(&store))),
     ));
+    // `cap:t:finance`: approved by members of the tenant policy `finance` only.
+    let mut finance = aip_runtime::handler::demo::transfer_capability();
+    finance["id"] = json!("cap:t:finance");
+    finance["contract"]["approval"]["approver_selector"] = json!({ "type": "tenant_policy" });
+    finance["contract"]["approval"]["rule"] =
+        json!({ "operator": "tenant_policy", "policy_id": "finance" });
+    entries.push(support::entry(
+        serde_json::from_value(finance).unwrap(),
+        Arc::new(TransferHandler::new(Arc::clone(&store))),
+    ));
+    // `cap:t:strict`: approvers who are also interns may not approve it.
+    let mut strict = aip_runtime::handler::demo::transfer_capability();
+    strict["id"] = json!("cap:t:strict");
+    let mut strict = support::entry(
+        serde_json::from_value(strict).unwrap(),
+        Arc::new(TransferHandler::new(Arc::clone(&store))),
+    );
+    strict.approval_excluded_roles = vec!["intern".into()];
+    entries.push(strict);
     let mut config = support::runtime_config(2, 30_000);
-    for c in [approver(1), approver(2), requester(), reader(), outsider()] {
+    for c in [
+        approver(1),
+        approver(2),
+        requester(),
+        reader(),
+        outsider(),
+        intern(),
+        treasurer(),
+    ] {
         config.directory.insert(c.id.clone(), c.resolver_keys());
     }
     let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
@@ -45,6 +72,21 @@ fn approver(n: u32) -> Caller {
     let mut c = support::caller(&format!("approver-{n}"), TENANT, &["invoke:cap:demo:*"]);
     c.kind = aip_core::PrincipalKind::Human;
     c.roles = vec!["approver".into()];
+    c
+}
+
+/// An approver who is also an intern.
+fn intern() -> Caller {
+    let mut c = approver(3);
+    c.roles.push("intern".into());
+    c
+}
+
+/// In the tenant policy `finance` (by the directory), holds no approver role.
+fn treasurer() -> Caller {
+    let mut c = support::caller("treasurer", TENANT, &["invoke:cap:demo:*"]);
+    c.kind = aip_core::PrincipalKind::Human;
+    c.approval_policies = vec!["finance".into()];
     c
 }
 
@@ -596,4 +638,84 @@ async fn the_governed_input_is_exported_only_with_the_export_scopes_and_the_expo
         reply.to_string().contains("approval.evidence_exported"),
         "{reply}"
     );
+}
+
+#[tokio::test]
+async fn a_role_the_capability_excludes_may_not_approve_and_the_exclusion_is_bound_by_the_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sqlite");
+    let runtime = node(&path, 60_000, true).await;
+    let manifest = serde_json::to_value(runtime.manifest(&requester(), None, &[])).unwrap();
+    assert_eq!(
+        manifest["governance"]["approval_excluded_roles"]["cap:t:strict"],
+        json!(["intern"]),
+        "{manifest}"
+    );
+    let (action_id, approval_id) = transfer(&runtime, &requester(), "cap:t:strict", 500).await;
+    // The intern holds the approver role, and is still refused.
+    let (status, reply) = decide(&runtime, &intern(), &approval_id, "approved").await;
+    assert_eq!(
+        (status, code(&reply)),
+        (403, "aip.policy.separation_of_duties"),
+        "{reply}"
+    );
+    // The same intern approves the unrestricted transfer.
+    let (_, other) = transfer(&runtime, &requester(), "cap:demo:transfer", 500).await;
+    let (status, reply) = decide(&runtime, &intern(), &other, "approved").await;
+    assert_eq!(status, 200, "{reply}");
+
+    // Dropping the exclusion from the stored request does not widen who may approve: the policy
+    // hash covers it.
+    let db = rusqlite::Connection::open(&path).unwrap();
+    let n = db
+        .execute(
+            "UPDATE aip_approvals SET request = json_remove(request, '$.excluded_approver_roles') WHERE approval_id = ?1",
+            [&approval_id],
+        )
+        .unwrap();
+    assert_eq!(n, 1);
+    let (_, reply) = decide(&runtime, &intern(), &approval_id, "approved").await;
+    assert_eq!(code(&reply), "aip.policy.policy_hash_mismatch", "{reply}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let view = approval_status(&runtime, &requester(), &approval_id).await;
+    assert_eq!(view["status"], "pending");
+    let _ = action_id;
+}
+
+#[tokio::test]
+async fn a_tenant_policy_rule_is_satisfied_only_by_the_directorys_members() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = node(&dir.path().join("a.sqlite"), 60_000, true).await;
+    let (action_id, approval_id) = transfer(&runtime, &requester(), "cap:t:finance", 500).await;
+    // An approver by role is not in the policy: it cannot even see the approval.
+    let (status, reply) = decide(&runtime, &approver(1), &approval_id, "approved").await;
+    assert_eq!(
+        (status, code(&reply)),
+        (404, "aip.core.not_found"),
+        "{reply}"
+    );
+    // Claiming the membership in the decision payload counts for nothing.
+    let mut claimed = decision(&approval_id, "approved", &approver(2), None);
+    claimed["body"]["approval_decision"]["authority_path"] = json!(["tenant_policy:finance"]);
+    let (_, reply) = send(&runtime, &approver(2), &claimed).await;
+    assert_eq!(code(&reply), "aip.core.not_found", "{reply}");
+    // A tenant-wide reader sees it but holds no membership: not eligible.
+    let mut auditor = reader();
+    auditor.scopes.push("invoke:cap:t:*".into());
+    let (_, reply) = decide(&runtime, &auditor, &approval_id, "approved").await;
+    assert_eq!(code(&reply), "aip.policy.approver_not_eligible", "{reply}");
+    // The treasurer sees it in its inbox and approves it.
+    let inbox = runtime
+        .read_approvals(
+            &treasurer(),
+            &serde_json::from_value(json!({ "approver": "treasurer" })).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(inbox.approvals.len(), 1);
+    let (status, reply) = decide(&runtime, &treasurer(), &approval_id, "approved").await;
+    assert_eq!(status, 200, "{reply}");
+    let done = terminal(&runtime, &action_id).await;
+    assert_eq!(state_of(&done), "completed", "{done:?}");
+    assert_eq!(transfers(&runtime).await, 1);
 }

@@ -71,6 +71,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     for entry in &config.capabilities {
         entries.push(configured_capability(entry)?);
     }
+    check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     let mut trusted_signers = HashMap::new();
     for signer in &config.security.trusted_signers {
@@ -226,6 +227,34 @@ fn redact_location(location: &str) -> String {
     }
 }
 
+/// Every tenant approval policy an approval rule names must be defined for some tenant: a rule no
+/// one can ever satisfy is a configuration error, not a capability that waits forever.
+fn check_tenant_policies(config: &Config, entries: &[CapabilityEntry]) -> Result<(), ServeError> {
+    for entry in entries {
+        let contract_policy = entry
+            .capability
+            .contract
+            .as_ref()
+            .and_then(|c| c.approval.as_ref());
+        let policies = entry
+            .approval_tiers
+            .iter()
+            .map(|t| &t.policy)
+            .chain(contract_policy);
+        for policy in policies {
+            for id in aip_runtime::approval::tenant_policy_ids(policy) {
+                if !config.approval_policies.iter().any(|p| p.id == id) {
+                    return Err(ServeError::Config(format!(
+                        "capability {}: its approval policy names tenant policy {id:?}, which no [[approval_policies]] entry defines",
+                        entry.capability.id
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn configured_capability(
     entry: &crate::config::CapabilityConfig,
 ) -> Result<CapabilityEntry, ServeError> {
@@ -306,6 +335,7 @@ fn configured_capability(
         capability,
         handler,
         approval_tiers,
+        approval_excluded_roles: entry.approval_excluded_roles.clone(),
     })
 }
 
@@ -327,7 +357,48 @@ impl ReadyCheck for StoreReady {
 
 #[cfg(test)]
 mod tests {
-    use super::redact_location;
+    use super::*;
+
+    #[tokio::test]
+    async fn a_capability_naming_an_undefined_tenant_policy_stops_startup_with_its_id() {
+        let dir = std::env::temp_dir().join(format!("aip-app-policy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut capability = aip_runtime::handler::demo::transfer_capability();
+        capability["id"] = serde_json::json!("cap:pay:send");
+        capability["contract"]["execution"]["supports_cancel"] = serde_json::json!(false);
+        capability["handler"] =
+            serde_json::json!({ "type": "http", "url": "http://127.0.0.1:9/send" });
+        capability["approval_tiers"] = serde_json::json!([{ "policy": {
+            "required": true, "approver_selector": { "type": "tenant_policy" },
+        } }]);
+        let mut config = Config {
+            data_dir: dir.clone(),
+            demo_capabilities: false,
+            ..Config::default()
+        };
+        config
+            .capabilities
+            .push(serde_json::from_value(capability).unwrap());
+        let err = build(&config).await.err().expect("startup must fail");
+        let text = err.to_string();
+        assert!(
+            text.contains("cap:pay:send") && text.contains("\"default\""),
+            "{text}"
+        );
+        config
+            .approval_policies
+            .push(crate::config::TenantApprovalPolicy {
+                id: "default".into(),
+                tenant: "default".into(),
+                principals: vec!["admin".into()],
+                roles: vec![],
+                groups: vec![],
+            });
+        if let Err(e) = build(&config).await {
+            panic!("{e}");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn store_locations_are_logged_without_credentials_or_options() {

@@ -60,10 +60,12 @@ impl AuthIndex {
                 external_account: None,
                 roles: Vec::new(),
                 groups: Vec::new(),
+                approval_policies: Vec::new(),
             };
-            index.insert(
+            index.insert_with(
                 hash_of(read_token_file(&path, ADMIN_PRINCIPAL)?.as_bytes()),
                 caller,
+                &config.approval_policies,
             )?;
         }
         if demo_approvers_enabled(config) {
@@ -81,8 +83,13 @@ impl AuthIndex {
                     external_account: None,
                     roles: vec![DEMO_APPROVER_ROLE.into()],
                     groups: Vec::new(),
+                    approval_policies: Vec::new(),
                 };
-                index.insert(hash_of(read_token_file(&path, id)?.as_bytes()), caller)?;
+                index.insert_with(
+                    hash_of(read_token_file(&path, id)?.as_bytes()),
+                    caller,
+                    &config.approval_policies,
+                )?;
             }
         }
         for p in &config.principals {
@@ -102,8 +109,9 @@ impl AuthIndex {
                 external_account: p.external_account.clone(),
                 roles: p.roles.clone(),
                 groups: p.groups.clone(),
+                approval_policies: Vec::new(),
             };
-            index.insert(hash, caller)?;
+            index.insert_with(hash, caller, &config.approval_policies)?;
         }
         Ok(index)
     }
@@ -130,7 +138,18 @@ impl AuthIndex {
             .collect()
     }
 
-    fn insert(&mut self, hash: [u8; 32], caller: Caller) -> Result<(), AuthSetupError> {
+    /// Inserts `caller` counted in each of `policies` that includes it.
+    fn insert_with(
+        &mut self,
+        hash: [u8; 32],
+        mut caller: Caller,
+        policies: &[crate::config::TenantApprovalPolicy],
+    ) -> Result<(), AuthSetupError> {
+        caller.approval_policies = policies
+            .iter()
+            .filter(|p| p.includes(&caller))
+            .map(|p| p.id.clone())
+            .collect();
         if let Some(existing) = self.by_hash.get(&hash) {
             return Err(AuthSetupError::Duplicate(existing.id.clone(), caller.id));
         }
@@ -286,5 +305,68 @@ mod tests {
             read_token_file(&file, "p"),
             Err(AuthSetupError::Permissions(_))
         ));
+    }
+
+    #[test]
+    fn tenant_approval_policies_count_only_their_own_tenants_members_by_id_role_or_group() {
+        let mut config = Config {
+            data_dir: temp_dir("policies"),
+            ..Config::default()
+        };
+        for (id, tenant, roles, groups) in [
+            ("ann", "acme", vec![], vec![]),
+            ("bo", "acme", vec!["cfo"], vec![]),
+            ("cy", "acme", vec![], vec!["treasury"]),
+            ("dee", "other", vec!["cfo"], vec![]),
+            ("eve", "acme", vec!["clerk"], vec![]),
+        ] {
+            config.principals.push(PrincipalConfig {
+                id: id.into(),
+                kind: aip_core::PrincipalKind::Human,
+                tenant: tenant.into(),
+                scopes: vec![],
+                token_sha256: Some(hex::encode(hash_of(id.as_bytes()))),
+                token_file: None,
+                external_account: None,
+                roles: roles.into_iter().map(str::to_owned).collect(),
+                groups: groups.into_iter().map(str::to_owned).collect(),
+            });
+        }
+        config
+            .approval_policies
+            .push(crate::config::TenantApprovalPolicy {
+                id: "finance".into(),
+                tenant: "acme".into(),
+                principals: vec!["ann".into()],
+                roles: vec!["cfo".into()],
+                groups: vec!["treasury".into()],
+            });
+        config.check().unwrap();
+        let index = AuthIndex::from_config(&config).unwrap();
+        let member = |id: &str| {
+            index
+                .principal(id)
+                .unwrap()
+                .resolver_keys()
+                .contains(&"tenant_policy:finance".to_owned())
+        };
+        assert!(member("ann") && member("bo") && member("cy"));
+        assert!(
+            !member("dee"),
+            "another tenant's cfo is not in acme's policy"
+        );
+        assert!(!member("eve"));
+        assert!(index.directory()["bo"].contains(&"tenant_policy:finance".to_owned()));
+        // Empty or duplicated policies stop startup.
+        let mut twice = config.clone();
+        twice
+            .approval_policies
+            .push(twice.approval_policies[0].clone());
+        assert!(twice.check().is_err());
+        let mut empty = config;
+        empty.approval_policies[0].principals.clear();
+        empty.approval_policies[0].roles.clear();
+        empty.approval_policies[0].groups.clear();
+        assert!(empty.check().is_err());
     }
 }

@@ -21,6 +21,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "limits",
     "admin",
     "principals",
+    "approval_policies",
     "security",
     "capabilities",
 ];
@@ -64,12 +65,47 @@ pub struct Config {
     /// Principals allowed to call the server, each with its bearer token reference.
     #[serde(default)]
     pub principals: Vec<PrincipalConfig>,
+    /// Tenant approval policies: named sets of a tenant's approvers that approval rules can name
+    /// (`tenant_policy` leaves and selectors, spec 12.1).
+    #[serde(default)]
+    pub approval_policies: Vec<TenantApprovalPolicy>,
     /// Envelope signature and replay settings (spec 22.2, 22.3).
     #[serde(default)]
     pub security: SecurityConfig,
     /// Capabilities beyond the demo ones, each bound to a handler.
     #[serde(default)]
     pub capabilities: Vec<CapabilityConfig>,
+}
+
+/// A tenant approval policy: who of `tenant` counts as this policy's approvers. Membership comes only
+/// from this file (the trusted resolver of spec 12.1), never from a request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantApprovalPolicy {
+    /// Policy id, named by rules as `{ operator = "tenant_policy", policy_id = "<id>" }`; the bare
+    /// `tenant_policy` selector names `default`.
+    pub id: String,
+    /// The tenant whose principals it counts.
+    pub tenant: String,
+    /// Principals (by id) in the policy.
+    #[serde(default)]
+    pub principals: Vec<String>,
+    /// Principals holding one of these roles are in the policy.
+    #[serde(default)]
+    pub roles: Vec<String>,
+    /// Principals in one of these groups are in the policy.
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+impl TenantApprovalPolicy {
+    /// Whether `caller` (of any tenant) is one of this policy's approvers.
+    pub fn includes(&self, caller: &aip_runtime::Caller) -> bool {
+        caller.tenant == self.tenant
+            && (self.principals.contains(&caller.id)
+                || caller.roles.iter().any(|r| self.roles.contains(r))
+                || caller.groups.iter().any(|g| self.groups.contains(g)))
+    }
 }
 
 /// The provider principal (manifest `agent`).
@@ -213,6 +249,10 @@ pub struct CapabilityConfig {
     /// matches the input decides (spec 12.1).
     #[serde(default)]
     pub approval_tiers: Vec<ApprovalTierConfig>,
+    /// Roles that may not approve this capability's actions, whichever tier applies (separation of
+    /// duties, spec 12.1); a principal holding one is refused with `aip.policy.separation_of_duties`.
+    #[serde(default)]
+    pub approval_excluded_roles: Vec<String>,
     /// The manifest `Capability` object (id, name, kind, input_schema, output_schema, risk, contract...).
     #[serde(flatten)]
     pub capability: serde_json::Map<String, Value>,
@@ -295,6 +335,27 @@ impl Config {
 
     /// Range checks that serde cannot express.
     pub fn check(&self) -> Result<(), ConfigError> {
+        let mut seen = std::collections::HashSet::new();
+        for p in &self.approval_policies {
+            if p.id.is_empty() || p.id.len() > 128 || p.tenant.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "approval_policies: {:?} needs an id of 1..=128 characters and a tenant",
+                    p.id
+                )));
+            }
+            if p.principals.is_empty() && p.roles.is_empty() && p.groups.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "approval_policies: {} (tenant {}) names no principals, roles or groups",
+                    p.id, p.tenant
+                )));
+            }
+            if !seen.insert((p.tenant.as_str(), p.id.as_str())) {
+                return Err(ConfigError::Invalid(format!(
+                    "approval_policies: {} is defined twice for tenant {}",
+                    p.id, p.tenant
+                )));
+            }
+        }
         let l = &self.limits;
         if l.max_list_limit == 0 || l.max_list_limit > 1000 {
             return Err(ConfigError::Invalid(
@@ -391,6 +452,7 @@ impl Default for Config {
             limits: Limits::default(),
             admin: AdminConfig::default(),
             principals: Vec::new(),
+            approval_policies: Vec::new(),
             security: SecurityConfig::default(),
             capabilities: Vec::new(),
         }

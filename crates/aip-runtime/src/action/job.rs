@@ -231,13 +231,13 @@ impl Runtime {
                 record.action_id
             ))));
         };
-        let (_, policy) = crate::approval::stored_request(&approval)?;
+        let snapshot = crate::approval::stored_request(&approval)?;
         Ok(match approval.state {
             ApprovalState::Approved if now_ms() >= approval.expires_at_ms => Some((
                 ErrorCode::ApprovalExpired,
                 "the approval expired before the action could be dispatched",
             )),
-            ApprovalState::Approved if !crate::approval::governs(&approval, &policy, record)? => {
+            ApprovalState::Approved if !crate::approval::governs(&approval, &snapshot, record)? => {
                 Some((
                     ErrorCode::PolicyHashMismatch,
                     "the governed action no longer matches what was approved",

@@ -76,13 +76,16 @@ pub(crate) async fn admit(
             );
             None
         }
-        PolicyDecision::RequireApproval { policy } => {
+        PolicyDecision::RequireApproval {
+            policy,
+            excluded_roles,
+        } => {
             let approval = crate::approval::request_for(
                 caller,
                 &capability,
                 &action_id,
                 &input_hash,
-                *policy,
+                (*policy, excluded_roles),
                 now,
             )?;
             chain.push(

@@ -40,6 +40,9 @@ pub enum PolicyDecision {
     RequireApproval {
         /// The policy that applies to this action; its snapshot is stored with the approval.
         policy: Box<aip_core::ApprovalPolicy>,
+        /// Roles that may not approve it (separation of duties beyond the wire policy); stored and
+        /// hashed with the snapshot.
+        excluded_roles: Vec<String>,
     },
 }
 
@@ -51,8 +54,9 @@ pub trait PolicyGate: Send + Sync + 'static {
     async fn evaluate(&self, subject: &PolicySubject<'_>) -> Result<PolicyDecision, RuntimeError>;
 }
 
-/// The default gate: configured scopes decide (checked at lookup); approval-gated capabilities are
-/// refused with `aip.policy.approval_unavailable` (fail closed).
+/// A gate for runtimes that must not hold actions for approval: configured scopes decide (checked
+/// at lookup); approval-gated capabilities are refused with `aip.policy.approval_unavailable`
+/// (fail closed). Install it with `Runtime::with_policy`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ScopePolicy;
 
@@ -80,6 +84,7 @@ impl PolicyGate for ApprovalGate {
             match subject.capability.approval_for(&subject.action.input) {
                 Some(policy) => PolicyDecision::RequireApproval {
                     policy: Box::new(policy.clone()),
+                    excluded_roles: subject.capability.approval_excluded_roles.clone(),
                 },
                 None => PolicyDecision::Allow {
                     basis: "configured scopes".into(),

@@ -118,11 +118,22 @@ impl Runtime {
         record: &ApprovalRecord,
         decisions: &[DecisionRecord],
     ) -> Result<ApprovalWrite, RuntimeError> {
-        let (_, policy) = stored_request(record)?;
+        let snapshot = stored_request(record)?;
+        let policy = &snapshot.policy;
         let keys = caller.resolver_keys();
         // Authority from the trusted resolver only: nothing in the decision payload counts.
-        if !eligible(&effective_rule(&policy), &keys) {
+        if !eligible(&effective_rule(policy), &keys) {
             return Err(ApprovalError::NotEligible.into());
+        }
+        if caller
+            .roles
+            .iter()
+            .any(|r| snapshot.excluded_roles.contains(r))
+        {
+            return Err(ApprovalError::SeparationOfDuties(
+                "a role this principal holds is excluded from approving this capability",
+            )
+            .into());
         }
         let separation = &policy.separation_of_duties;
         if record.requester == caller.id
@@ -158,7 +169,7 @@ impl Runtime {
             .policy_hash
             .as_ref()
             .is_some_and(|h| *h != record.policy_hash)
-            || !governs(record, &policy, &action)?
+            || !governs(record, &snapshot, &action)?
         {
             return Err(ApprovalError::PolicyHashMismatch.into());
         }
@@ -167,7 +178,7 @@ impl Runtime {
             .pointer("/action/input")
             .ok_or_else(|| corrupt(format!("action {} has no input", action.action_id)))?;
         check_constraints(decision, input)?;
-        check_evidence(&policy, decision)?;
+        check_evidence(policy, decision)?;
         let body = decision_body(decision, decision_id, &keys)?;
         let new_decision = NewDecision {
             decision_id: decision_id.to_owned(),
@@ -192,12 +203,12 @@ impl Runtime {
         match decision.decision {
             ApprovalDecisionKind::Approved => {
                 let votes = approving_votes(decisions, caller, &keys);
-                if !satisfied(&policy, &votes) {
+                if !satisfied(policy, &votes) {
                     // Recorded; the approval waits for more authority.
                     return Ok(base);
                 }
                 let resumed = self
-                    .resume_transition(&action, record, &policy, now)
+                    .resume_transition(&action, record, policy, now)
                     .await?;
                 let job = crate::admission::persist::action_job(
                     self,

@@ -3,9 +3,9 @@
 //! exactly once (12.5), the expiry timer, and the approval read model (16.3, 16.6).
 //!
 //! Authority comes only from the trusted resolver: the configured principal directory (a caller's
-//! id, roles and groups, [`Caller::resolver_keys`]). Nothing asserted in an action or a decision
-//! payload satisfies a rule. This resolver knows principals, roles and groups; a policy naming a
-//! tenant policy, an external system or delegated authority is refused at startup.
+//! id, roles, groups and the tenant approval policies it belongs to, [`Caller::resolver_keys`]).
+//! Nothing asserted in an action or a decision payload satisfies a rule. A policy naming an external
+//! system or delegated authority is refused at startup: this resolver cannot verify either.
 
 pub(crate) mod decide;
 pub(crate) mod expiry;
@@ -37,6 +37,11 @@ pub const MAX_APPROVAL_TTL_MS: u64 = 30 * 24 * 60 * 60 * 1000;
 pub const SCOPE_APPROVAL_EXPORT: &str = "approval:export";
 /// The second scope evidence export needs (spec 16.6: sensitive governed input).
 pub const SCOPE_APPROVAL_SENSITIVE: &str = "approval:sensitive";
+
+/// The tenant policy a bare `tenant_policy` selector names.
+pub const DEFAULT_TENANT_POLICY: &str = "default";
+/// Key of the stored approval request that holds the roles excluded from approving.
+const EXCLUDED_ROLES_KEY: &str = "excluded_approver_roles";
 
 /// Deepest rule nesting accepted.
 const MAX_RULE_DEPTH: usize = 8;
@@ -118,8 +123,15 @@ fn check_rule(rule: &ApprovalRule, depth: usize, leaves: &mut usize) -> Result<(
             }
             Ok(())
         }
-        ApprovalRule::TenantPolicy { .. } => {
-            error("tenant-policy authority is not resolved by this runtime".into())
+        ApprovalRule::TenantPolicy { policy_id } => {
+            if policy_id.is_empty() || policy_id.len() > 128 {
+                return error("a tenant policy id must be 1..=128 characters".into());
+            }
+            *leaves += 1;
+            if *leaves > MAX_RULE_LEAVES {
+                return error("more than 64 leaves".into());
+            }
+            Ok(())
         }
         ApprovalRule::ExternalSystem { system } => error(format!(
             "external approval system {system:?} is not resolved by this runtime"
@@ -139,8 +151,9 @@ pub(crate) fn effective_rule(policy: &ApprovalPolicy) -> ApprovalRule {
         ApproverSelector::Principal { id } => ApprovalRule::Principal { id: id.clone() },
         ApproverSelector::Role { name } => ApprovalRule::Role { name: name.clone() },
         ApproverSelector::Group { name } => ApprovalRule::Group { name: name.clone() },
+        // The bare selector names the tenant's default approval policy.
         ApproverSelector::TenantPolicy => ApprovalRule::TenantPolicy {
-            policy_id: String::new(),
+            policy_id: DEFAULT_TENANT_POLICY.into(),
         },
         ApproverSelector::ExternalSystem { system } => ApprovalRule::ExternalSystem {
             system: system.clone(),
@@ -154,8 +167,17 @@ fn leaf_key(rule: &ApprovalRule) -> Option<String> {
         ApprovalRule::Principal { id } => Some(format!("principal:{}", id.as_str())),
         ApprovalRule::Role { name } => Some(format!("role:{name}")),
         ApprovalRule::Group { name } => Some(format!("group:{name}")),
+        ApprovalRule::TenantPolicy { policy_id } => Some(format!("tenant_policy:{policy_id}")),
         _ => None,
     }
+}
+
+/// The tenant approval policies a policy's rule names (the resolver must know each).
+pub fn tenant_policy_ids(policy: &ApprovalPolicy) -> Vec<String> {
+    approver_keys(&effective_rule(policy))
+        .into_iter()
+        .filter_map(|k| k.strip_prefix("tenant_policy:").map(str::to_owned))
+        .collect()
 }
 
 /// Every leaf key of a rule: who may decide (the approvers' inbox index).
@@ -314,14 +336,17 @@ fn all_distinct(
 /// The canonical policy hash of spec 12.3: the policy snapshot and the governed subject
 /// (capability, canonical input hash, the trusted identity, the transaction context).
 pub(crate) fn policy_hash(
-    policy: &ApprovalPolicy,
+    (policy, excluded_roles): (&ApprovalPolicy, &[String]),
     capability_id: &str,
     input_hash: &str,
     requester: &Caller,
 ) -> String {
-    aip_core::canonical::canonical_hash(&json!({
-        "policy": policy,
-        "subject": {
+    let mut hashed = json!({ "policy": policy });
+    // Absent when empty: a policy without excluded roles hashes as it always did.
+    if !excluded_roles.is_empty() {
+        hashed[EXCLUDED_ROLES_KEY] = json!(excluded_roles);
+    }
+    hashed["subject"] = json!({
             "capability_id": capability_id,
             "input_hash": input_hash,
             "identity": {
@@ -331,8 +356,8 @@ pub(crate) fn policy_hash(
                 "external_account": requester.external_account,
             },
             "transaction": Value::Null,
-        }
-    }))
+    });
+    aip_core::canonical::canonical_hash(&hashed)
 }
 
 /// The approval request an admitted action waits for (spec 12.2), derived from the action and the
@@ -343,14 +368,19 @@ pub(crate) fn request_for(
     capability: &AdmittedCapability,
     action_id: &str,
     input_hash: &str,
-    policy: ApprovalPolicy,
+    (policy, excluded_roles): (ApprovalPolicy, Vec<String>),
     now: i64,
 ) -> Result<NewApproval, RuntimeError> {
     let approval_id = ApprovalId::generate();
     let ttl = policy.ttl_ms.unwrap_or(DEFAULT_APPROVAL_TTL_MS);
     let expires_at_ms = now.saturating_add(i64::try_from(ttl).unwrap_or(i64::MAX));
     let capability_id = capability.capability.id.clone();
-    let hash = policy_hash(&policy, capability_id.as_str(), input_hash, caller);
+    let hash = policy_hash(
+        (&policy, &excluded_roles),
+        capability_id.as_str(),
+        input_hash,
+        caller,
+    );
     let requester = bare_principal(&caller.id, caller.kind);
     let approvers = approver_keys(&effective_rule(&policy));
     let request = ApprovalRequest {
@@ -374,6 +404,11 @@ pub(crate) fn request_for(
         risk: capability.capability.risk,
         governed_value: None,
     };
+    let mut stored = serde_json::to_value(&request)
+        .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?;
+    if !excluded_roles.is_empty() {
+        stored[EXCLUDED_ROLES_KEY] = json!(excluded_roles);
+    }
     Ok(NewApproval {
         approval_id: approval_id.as_str().to_owned(),
         tenant: caller.tenant.clone(),
@@ -383,19 +418,38 @@ pub(crate) fn request_for(
         policy_hash: hash,
         expires_at_ms,
         created_at_ms: now,
-        request: serde_json::to_value(&request)
-            .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?,
+        request: stored,
         approvers,
     })
 }
 
-/// The stored approval request and its policy snapshot; a stored request that does not decode is
-/// corruption.
-pub(crate) fn stored_request(
-    record: &ApprovalRecord,
-) -> Result<(ApprovalRequest, ApprovalPolicy), RuntimeError> {
+/// A stored approval as it was created: the wire request, its policy snapshot, and the roles the
+/// capability excludes from approving (the wire policy cannot carry them; they are stored beside the
+/// request and hashed with the policy).
+#[derive(Debug, Clone)]
+pub(crate) struct Snapshot {
+    pub(crate) request: ApprovalRequest,
+    pub(crate) policy: ApprovalPolicy,
+    pub(crate) excluded_roles: Vec<String>,
+}
+
+/// The stored approval's [`Snapshot`]; a stored request that does not decode is corruption.
+pub(crate) fn stored_request(record: &ApprovalRecord) -> Result<Snapshot, RuntimeError> {
     let corrupt = |what: String| RuntimeError::Storage(StoreError::Corrupt(what));
-    let request: ApprovalRequest = serde_json::from_value(record.request.clone())
+    let mut stored = record.request.clone();
+    let excluded = stored
+        .as_object_mut()
+        .and_then(|o| o.remove(EXCLUDED_ROLES_KEY));
+    let excluded_roles: Vec<String> = match excluded {
+        None => Vec::new(),
+        Some(v) => serde_json::from_value(v).map_err(|e| {
+            corrupt(format!(
+                "approval {} excluded roles: {e}",
+                record.approval_id
+            ))
+        })?,
+    };
+    let request: ApprovalRequest = serde_json::from_value(stored)
         .map_err(|e| corrupt(format!("approval {}: {e}", record.approval_id)))?;
     let policy = request.policy_snapshot.clone().ok_or_else(|| {
         corrupt(format!(
@@ -403,7 +457,11 @@ pub(crate) fn stored_request(
             record.approval_id
         ))
     })?;
-    Ok((request, policy))
+    Ok(Snapshot {
+        request,
+        policy,
+        excluded_roles,
+    })
 }
 
 /// The requester of a stored action as the policy hash saw it (tenant, principal, kind, external
@@ -435,7 +493,7 @@ pub(crate) fn requester_of(action: &ActionRecord) -> Result<Caller, RuntimeError
 /// from its snapshot and the action's canonical input hash and identity (spec 12.3, 12.5).
 pub(crate) fn governs(
     record: &ApprovalRecord,
-    policy: &ApprovalPolicy,
+    snapshot: &Snapshot,
     action: &ActionRecord,
 ) -> Result<bool, RuntimeError> {
     let (Some(stored_hash), Some(input)) = (
@@ -453,7 +511,12 @@ pub(crate) fn governs(
     Ok(action.action_id == record.action_id
         && action.capability == record.capability
         && input_hash == stored_hash
-        && policy_hash(policy, &action.capability, &input_hash, &requester) == record.policy_hash)
+        && policy_hash(
+            (&snapshot.policy, &snapshot.excluded_roles),
+            &action.capability,
+            &input_hash,
+            &requester,
+        ) == record.policy_hash)
 }
 
 #[cfg(test)]
@@ -530,18 +593,39 @@ mod tests {
     fn policies_this_resolver_cannot_enforce_are_refused() {
         for bad in [
             json!({ "required": true, "approver_selector": { "type": "external_system", "system": "x" } }),
-            json!({ "required": true, "approver_selector": { "type": "tenant_policy" } }),
+            json!({ "required": true, "approver_selector": { "type": "role", "name": "a" }, "rule": { "operator": "tenant_policy", "policy_id": "" } }),
             json!({ "required": true, "approver_selector": { "type": "role", "name": "a" }, "minimum_distinct_principals": 0 }),
             json!({ "required": true, "approver_selector": { "type": "role", "name": "a" }, "ttl_ms": 0 }),
             json!({ "required": true, "approver_selector": { "type": "role", "name": "a" }, "rule": { "operator": "any", "rules": [] } }),
         ] {
             assert!(validate_policy(&policy(bad.clone())).is_err(), "{bad}");
         }
-        assert!(
-            validate_policy(&policy(
-                json!({ "required": true, "approver_selector": { "type": "group", "name": "ops" } })
-            ))
-            .is_ok()
-        );
+        for good in [
+            json!({ "required": true, "approver_selector": { "type": "group", "name": "ops" } }),
+            json!({ "required": true, "approver_selector": { "type": "tenant_policy" } }),
+        ] {
+            assert!(validate_policy(&policy(good.clone())).is_ok(), "{good}");
+        }
+    }
+
+    #[test]
+    fn tenant_policy_authority_is_the_directory_membership_it_names() {
+        let p = policy(json!({
+            "required": true, "approver_selector": { "type": "role", "name": "x" },
+            "rule": { "operator": "any", "rules": [
+                { "operator": "tenant_policy", "policy_id": "finance" },
+                { "operator": "role", "name": "cfo" },
+            ] },
+        }));
+        assert_eq!(tenant_policy_ids(&p), ["finance"]);
+        let member = Vote {
+            principal: "a".into(),
+            keys: vec!["principal:a".into(), "tenant_policy:finance".into()],
+        };
+        assert!(satisfied(&p, &[member]));
+        assert!(!satisfied(&p, &[vote("b", &["finance"])]));
+        let bare =
+            policy(json!({ "required": true, "approver_selector": { "type": "tenant_policy" } }));
+        assert_eq!(tenant_policy_ids(&bare), [DEFAULT_TENANT_POLICY]);
     }
 }

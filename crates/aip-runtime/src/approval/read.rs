@@ -135,7 +135,7 @@ impl Runtime {
         include_receipts: bool,
         include_evidence: bool,
     ) -> Result<ApprovalRecordView, RuntimeError> {
-        let (request, _) = stored_request(record)?;
+        let request = stored_request(record)?.request;
         let decisions = self
             .store()
             .list_decisions(&record.tenant, &record.approval_id)

@@ -304,6 +304,7 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
                         capability,
                         handler,
                         approval_tiers,
+                        approval_excluded_roles: Vec::new(),
                     })
                 }
                 Err(err) => {

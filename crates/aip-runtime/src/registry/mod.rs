@@ -30,6 +30,8 @@ pub struct AdmittedCapability {
     pub output_schema: Option<CapabilitySchema>,
     /// The approval tiers, first match wins; the contract's `approval` policy is the last (spec 12.1).
     pub approval_tiers: Vec<ApprovalTier>,
+    /// Roles that may not approve this capability's actions, whichever tier applies (sorted).
+    pub approval_excluded_roles: Vec<String>,
 }
 
 /// A capability to admit: its manifest entry, its handler, and approval tiers evaluated before the
@@ -41,6 +43,8 @@ pub struct CapabilityEntry {
     pub handler: Arc<dyn ActionHandler>,
     /// Stricter (or looser) policies for inputs that match their condition.
     pub approval_tiers: Vec<ApprovalTier>,
+    /// Roles that may not approve, whichever tier applies (separation of duties, spec 12.1).
+    pub approval_excluded_roles: Vec<String>,
 }
 
 impl From<(Capability, Arc<dyn ActionHandler>)> for CapabilityEntry {
@@ -49,6 +53,7 @@ impl From<(Capability, Arc<dyn ActionHandler>)> for CapabilityEntry {
             capability,
             handler,
             approval_tiers: Vec::new(),
+            approval_excluded_roles: Vec::new(),
         }
     }
 }
@@ -161,6 +166,7 @@ impl Registry {
                 mut capability,
                 handler,
                 approval_tiers,
+                mut approval_excluded_roles,
             } = entry;
             let id = capability.id.as_str().to_owned();
             let violations = Checker::check(&capability);
@@ -190,12 +196,26 @@ impl Registry {
                 tracing::warn!(capability = %id, "transaction contract not advertised: this runtime does not execute transactions");
             }
             let approval_tiers = approval_tiers_of(&id, &mut capability, approval_tiers)?;
+            approval_excluded_roles.sort();
+            approval_excluded_roles.dedup();
+            if approval_excluded_roles.len() > 64
+                || approval_excluded_roles
+                    .iter()
+                    .any(|r| r.is_empty() || r.len() > 128)
+            {
+                return Err(AdmissionError::Invalid {
+                    id,
+                    reason: "approval_excluded_roles: at most 64 role names of 1..=128 characters"
+                        .into(),
+                });
+            }
             let admitted = AdmittedCapability {
                 capability,
                 handler,
                 input_schema,
                 output_schema,
                 approval_tiers,
+                approval_excluded_roles,
             };
             if by_id.insert(id.clone(), Arc::new(admitted)).is_some() {
                 return Err(AdmissionError::Duplicate(id));
@@ -257,6 +277,19 @@ impl Registry {
         let mut governance = json!({ "approval_messages": policy_messages });
         if !tiers.is_empty() {
             governance["approval_tiers"] = Value::Object(tiers);
+        }
+        let excluded: serde_json::Map<String, Value> = visible
+            .iter()
+            .filter(|c| !c.approval_excluded_roles.is_empty())
+            .map(|c| {
+                (
+                    c.capability.id.as_str().to_owned(),
+                    json!(c.approval_excluded_roles),
+                )
+            })
+            .collect();
+        if !excluded.is_empty() {
+            governance["approval_excluded_roles"] = Value::Object(excluded);
         }
         manifest.governance = Some(governance);
         manifest.limits = Some(limits);

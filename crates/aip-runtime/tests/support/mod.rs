@@ -228,6 +228,7 @@ pub fn caller(id: &str, tenant: &str, scopes: &[&str]) -> Caller {
         external_account: None,
         roles: Vec::new(),
         groups: Vec::new(),
+        approval_policies: Vec::new(),
     }
 }
 
