@@ -360,6 +360,13 @@ async fn a_large_transfer_needs_two_distinct_approvers_and_the_same_one_twice_co
         served.contains("aip.policy.v1.approval_decision"),
         "{served}"
     );
+    assert_eq!(
+        manifest["governance"]["escalation_messages"],
+        json!([
+            "aip.core.v1.escalation",
+            "aip.core.v1.escalation_resolution"
+        ])
+    );
 }
 
 #[tokio::test]

@@ -207,9 +207,7 @@ impl Runtime {
                     // Recorded; the approval waits for more authority.
                     return Ok(base);
                 }
-                let resumed = self
-                    .resume_transition(&action, record, policy, now)
-                    .await?;
+                let resumed = self.resume_transition(&action, record, policy, now).await?;
                 let job = crate::admission::persist::action_job(
                     self,
                     &action.tenant,

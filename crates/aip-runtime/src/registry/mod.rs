@@ -274,7 +274,15 @@ impl Registry {
             .map(|t| t.as_str())
             .filter(|t| t.starts_with("aip.policy."))
             .collect();
-        let mut governance = json!({ "approval_messages": policy_messages });
+        let escalation_messages: Vec<&str> = crate::dispatch::SERVED
+            .iter()
+            .map(|t| t.as_str())
+            .filter(|t| t.starts_with("aip.core.v1.escalation"))
+            .collect();
+        let mut governance = json!({
+            "approval_messages": policy_messages,
+            "escalation_messages": escalation_messages,
+        });
         if !tiers.is_empty() {
             governance["approval_tiers"] = Value::Object(tiers);
         }
