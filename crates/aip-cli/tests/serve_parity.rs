@@ -79,7 +79,7 @@ fn normalize_rest(rest: &Value) -> Value {
     }
 }
 
-async fn setup(client: &Client) -> (String, String, String, String) {
+async fn setup(client: &Client) -> (String, String, String, String, String) {
     let hello = envelope(
         "aip.core.v1.handshake",
         json!({ "handshake": { "client": { "id": "svc:reader", "kind": "service" }, "purpose": "parity", "profiles": [] } }),
@@ -116,10 +116,19 @@ async fn setup(client: &Client) -> (String, String, String, String) {
     client.wait_terminal(&slow).await;
     let (_, chain) = client.get(&format!("/aip/v1/receipts/{echo}")).await;
     let receipt = chain["receipts"][0]["id"].as_str().unwrap().to_owned();
-    (session, echo, stream, receipt)
+    // A transfer waiting for its approval.
+    let (status, reply) = client
+        .act(json!({ "id": id("act_"), "capability_id": "cap:demo:transfer", "mode": "async", "input": { "amount_minor": 500, "to": "acct:parity" } }))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let approval = reply["extensions"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (session, echo, stream, receipt, approval)
 }
 
-fn table(session: &str, echo: &str, stream: &str, receipt: &str) -> Vec<Read> {
+fn table(session: &str, echo: &str, stream: &str, receipt: &str, approval: &str) -> Vec<Read> {
     let read = |name, message_type, body: Value, rest: String, answer| Read {
         name,
         message_type,
@@ -283,6 +292,20 @@ fn table(session: &str, echo: &str, stream: &str, receipt: &str) -> Vec<Read> {
             "/aip/v1/sessions?status=active".into(),
             "session_list",
         ),
+        read(
+            "approval with its action's status",
+            "aip.policy.v1.approval_query_request",
+            json!({ "approval_query_request": { "approval_id": approval, "include_action_status": true } }),
+            format!("/aip/v1/approvals/{approval}?include_action_status=true"),
+            "approval_record_view",
+        ),
+        read(
+            "pending approvals",
+            "aip.policy.v1.approval_list_request",
+            json!({ "approval_list_request": { "status": "pending" } }),
+            "/aip/v1/approvals?status=pending".into(),
+            "approval_list",
+        ),
     ]
 }
 
@@ -299,11 +322,11 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         prefix,
         _dir,
     } = &node;
-    let (session, echo, stream, receipt) = setup(http).await;
+    let (session, echo, stream, receipt, approval) = setup(http).await;
     let mut socket = support::ws::connect(server, token).await;
     let nats = async_nats::connect(url.as_str()).await.unwrap();
 
-    for read in table(&session, &echo, &stream, &receipt) {
+    for read in table(&session, &echo, &stream, &receipt, &approval) {
         let name = read.name;
         let (rest_status, rest) = http.get(&read.rest).await;
         let rest = normalize_rest(&rest);
