@@ -128,7 +128,7 @@ async fn decide(args: DecideArgs, decision: &str) -> Result<(), Failure> {
         print_json(&view);
     } else {
         println!(
-            "{} {}: approval is now {}",
+            "{}: {} recorded; the approval is now {}",
             args.id,
             decision,
             text(&view["status"])
