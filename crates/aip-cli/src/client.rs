@@ -11,8 +11,11 @@ use serde_json::Value;
 
 /// Longest wait for one answer from the server.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest answer read from the server.
+/// Largest answer read from the server (and largest single streamed event).
 const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// A stream silent this long (the server sends a heartbeat every 15 s by default) is dropped and
+/// resumed.
+const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Where the server is and who is asking.
 #[derive(Debug, Args)]
@@ -50,6 +53,9 @@ pub fn run<F: Future<Output = Result<(), Failure>>>(name: &str, command: F) -> E
                 message,
             }) => {
                 eprintln!("aip {name}: refused ({status}) {code}: {message}");
+                if let Some(hint) = hint(&code) {
+                    eprintln!("  what to do: {hint}");
+                }
                 ExitCode::from(1)
             }
             Err(Failure::Usage(message)) => {
@@ -57,6 +63,52 @@ pub fn run<F: Future<Output = Result<(), Failure>>>(name: &str, command: F) -> E
                 ExitCode::from(2)
             }
         }
+    })
+}
+
+/// What to do about a typed refusal, for the codes a person can act on.
+pub fn hint(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "aip.auth.unauthenticated" => {
+            "check --token-file (or AIP_TOKEN_FILE): the server does not know that token"
+        }
+        "aip.core.not_found" => {
+            "check the id; objects you may not read answer exactly like missing ones"
+        }
+        "aip.discovery.capability_not_found" => {
+            "run `aip manifest` for the capabilities you may invoke"
+        }
+        "aip.policy.scope_denied" => {
+            "your principal lacks the scope; ask the operator to grant it in the server's config"
+        }
+        "aip.action.invalid_input" => {
+            "the input does not match the capability's input schema (see `aip manifest --json`)"
+        }
+        "aip.action.unsupported_mode" => {
+            "pick a mode the capability supports (`aip manifest` lists them)"
+        }
+        "aip.idempotency.conflict" => {
+            "that idempotency key was used for another action: use a new key"
+        }
+        "aip.idempotency.key_required" => "this capability needs --idempotency-key",
+        "aip.action.duplicate_id" => "that action id is taken: omit --id for a fresh one",
+        "aip.policy.approver_not_eligible" => {
+            "your principal holds no role, group or policy this approval accepts"
+        }
+        "aip.policy.separation_of_duties" => "another principal must decide this approval",
+        "aip.policy.approval_closed" | "aip.policy.escalation_closed" => {
+            "it is already decided: `show` it to see how"
+        }
+        "aip.policy.policy_hash_mismatch" => {
+            "the governed action changed: `show` the approval again before deciding"
+        }
+        "aip.security.clock_skew" => {
+            "this machine's clock is too far from the server's: fix the clock"
+        }
+        "aip.transport.host_not_allowed" | "aip.transport.origin_not_allowed" => {
+            "the server refuses this Host/Origin: use the address it is configured for"
+        }
+        _ => return None,
     })
 }
 
@@ -80,6 +132,8 @@ pub struct Client {
     base: String,
     token: String,
     http: reqwest::Client,
+    /// For event streams: no total timeout, a read timeout instead.
+    streams: reqwest::Client,
 }
 
 impl Client {
@@ -106,7 +160,18 @@ impl Client {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Failure::Usage(format!("http client: {e}")))?;
-        Ok(Self { base, token, http })
+        let streams = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .read_timeout(STREAM_READ_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Failure::Usage(format!("http client: {e}")))?;
+        Ok(Self {
+            base,
+            token,
+            http,
+            streams,
+        })
     }
 
     /// `GET path?query`.
@@ -128,6 +193,149 @@ impl Client {
             .json(body);
         answer(request.send().await).await
     }
+}
+
+impl Client {
+    /// `POST path` with an envelope (`application/aip+json`); the answer with its HTTP status.
+    pub async fn post_envelope(&self, path: &str, envelope: &Value) -> Result<Value, Failure> {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .header("content-type", "application/aip+json")
+            .body(envelope.to_string());
+        answer(request.send().await).await
+    }
+
+    /// Opens an event stream: `POST path` with `envelope`, or `GET path` resuming after
+    /// `last_event_id`.
+    pub async fn stream(
+        &self,
+        path: &str,
+        envelope: Option<&Value>,
+        last_event_id: Option<&str>,
+    ) -> Result<Events, Failure> {
+        let url = format!("{}{path}", self.base);
+        let mut request = match envelope {
+            Some(env) => self
+                .streams
+                .post(url)
+                .header("content-type", "application/aip+json")
+                .body(env.to_string()),
+            None => self.streams.get(url),
+        }
+        .bearer_auth(&self.token)
+        .header("accept", "text/event-stream");
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Failure::Usage(format!("server unreachable: {e}")))?;
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        if !response.status().is_success() || !is_stream {
+            // A refusal (or a plain JSON answer): read it the usual way.
+            let value = answer(Ok(response)).await?;
+            return Err(Failure::Usage(format!(
+                "expected an event stream, got {value}"
+            )));
+        }
+        Ok(Events {
+            response,
+            buffer: Vec::new(),
+        })
+    }
+}
+
+/// One Server-Sent Event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    /// Event name (`ack`, `chunk`, `done`, `result`, `error`, `heartbeat`, `message`).
+    pub name: String,
+    /// Resume cursor.
+    pub id: Option<String>,
+    /// The envelope it carries.
+    pub data: Value,
+}
+
+/// An open event stream.
+pub struct Events {
+    response: reqwest::Response,
+    buffer: Vec<u8>,
+}
+
+/// Why a stream stopped before its end.
+pub enum StreamEnd {
+    /// The connection closed or went silent: resume with the last id.
+    Dropped(String),
+    /// The stream is unusable (oversized or undecodable event).
+    Broken(String),
+}
+
+impl Events {
+    /// The next event; `Ok(None)` when the server ended the stream.
+    pub async fn next(&mut self) -> Result<Option<Event>, StreamEnd> {
+        loop {
+            if let Some(end) = find_event_end(&self.buffer) {
+                let raw: Vec<u8> = self.buffer.drain(..end.1).collect();
+                if let Some(event) = parse_event(&raw[..end.0])? {
+                    return Ok(Some(event));
+                }
+                continue;
+            }
+            if self.buffer.len() > MAX_RESPONSE_BYTES {
+                return Err(StreamEnd::Broken("an event larger than 8 MiB".into()));
+            }
+            match self.response.chunk().await {
+                Ok(Some(bytes)) => self.buffer.extend_from_slice(&bytes),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(StreamEnd::Dropped(e.to_string())),
+            }
+        }
+    }
+}
+
+/// The end of the first complete event in `buffer`: (length without the blank line, length with it).
+fn find_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
+    (0..buffer.len()).find_map(|i| {
+        if buffer[i..].starts_with(b"\n\n") {
+            Some((i, i + 2))
+        } else if buffer[i..].starts_with(b"\r\n\r\n") {
+            Some((i, i + 4))
+        } else {
+            None
+        }
+    })
+}
+
+fn parse_event(raw: &[u8]) -> Result<Option<Event>, StreamEnd> {
+    let text =
+        std::str::from_utf8(raw).map_err(|_| StreamEnd::Broken("an event is not UTF-8".into()))?;
+    let (mut name, mut id, mut data) = (String::from("message"), None, String::new());
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("event:") {
+            name = v.trim().to_owned();
+        } else if let Some(v) = line.strip_prefix("id:") {
+            id = Some(v.trim().to_owned());
+        } else if let Some(v) = line.strip_prefix("data:") {
+            if !data.is_empty() {
+                data.push('\n');
+            }
+            data.push_str(v.strip_prefix(' ').unwrap_or(v));
+        }
+    }
+    if data.is_empty() {
+        // A comment or keep-alive.
+        return Ok(None);
+    }
+    let data = serde_json::from_str(&data)
+        .map_err(|_| StreamEnd::Broken(format!("event {name} does not carry JSON")))?;
+    Ok(Some(Event { name, id, data }))
 }
 
 /// An id as one URL path segment; anything that would change the path is refused.
@@ -160,7 +368,12 @@ async fn answer(response: reqwest::Result<reqwest::Response>) -> Result<Value, F
     if (200..300).contains(&status) {
         return Ok(value);
     }
-    let error = &value["error"];
+    // REST routes answer `{"error": {...}}`; envelope routes an `aip.core.v1.error` envelope.
+    let error = if value["body"]["error"]["error"].is_object() {
+        &value["body"]["error"]["error"]
+    } else {
+        &value["error"]
+    };
     Err(Failure::Refused {
         status,
         code: error["code"].as_str().unwrap_or("unknown").to_owned(),

@@ -7,8 +7,10 @@ use clap::{Parser, Subcommand};
 
 mod abp;
 mod approvals;
+mod call;
 mod client;
 mod escalations;
+mod ops;
 mod serve;
 mod wire;
 
@@ -50,6 +52,18 @@ enum Command {
     /// The escalation desk's tool: list, show or resolve escalations on a running server.
     #[command(subcommand)]
     Escalations(escalations::EscalationsCommand),
+    /// Invoke a capability on a running server and print its result (or follow its stream).
+    Call(call::CallArgs),
+    /// List, show or cancel actions on a running server.
+    #[command(subcommand)]
+    Actions(ops::ActionsCommand),
+    /// Read (or follow, resuming after drops) your event feed or one action's events.
+    Events(ops::EventsArgs),
+    /// The capabilities, profiles and governance a running server advertises to you.
+    Manifest(ops::ManifestArgs),
+    /// List sessions on a running server.
+    #[command(subcommand)]
+    Sessions(ops::SessionsCommand),
 }
 
 fn main() -> ExitCode {
@@ -69,5 +83,10 @@ fn main() -> ExitCode {
         Command::Receipts(cmd) => wire::receipts(&cmd),
         Command::Approvals(cmd) => approvals::run(cmd),
         Command::Escalations(cmd) => escalations::run(cmd),
+        Command::Call(args) => call::run(args),
+        Command::Actions(cmd) => ops::actions(cmd),
+        Command::Events(args) => ops::events(args),
+        Command::Manifest(args) => ops::manifest(args),
+        Command::Sessions(cmd) => ops::sessions(cmd),
     }
 }

@@ -9,7 +9,6 @@ mod support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 use support::{Client, Server, id, pause};
@@ -26,18 +25,9 @@ fn client_cli(
     command: &str,
     args: &[&str],
 ) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_aip"))
-        .arg(command)
-        .args(args)
-        .env("AIP_URL", format!("http://{}", server.base))
-        .env("AIP_TOKEN_FILE", token_file)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let mut all = vec![command];
+    all.extend_from_slice(args);
+    support::run_cli(&server.base, token_file, &all)
 }
 
 fn token(data: &Path, who: &str) -> String {

@@ -300,3 +300,19 @@ impl SseReader {
         events
     }
 }
+
+/// Runs `aip <args>` against the server at `base` as the holder of `token_file`; returns (exit code,
+/// stdout, stderr).
+pub fn run_cli(base: &str, token_file: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(args)
+        .env("AIP_URL", format!("http://{base}"))
+        .env("AIP_TOKEN_FILE", token_file)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
