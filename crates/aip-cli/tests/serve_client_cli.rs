@@ -285,3 +285,88 @@ async fn a_followed_stream_cut_mid_way_resumes_and_prints_every_chunk_once() {
         json!({ "count": 40 })
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_followed_feed_cut_mid_way_resumes_without_losing_or_repeating_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, None, &[]);
+    let admin = server.admin();
+    let (via, cut) = proxy(server.base.clone()).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["events", "--follow"])
+        .env("AIP_URL", format!("http://{via}"))
+        .env("AIP_TOKEN_FILE", data.join("admin.token"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let echo = |n: usize| {
+        let admin = &admin;
+        async move {
+            let action_id = format!("act_feed_{n}_{}", std::process::id());
+            let (status, reply) = admin
+                .act(json!({ "id": action_id, "capability_id": "cap:demo:echo", "input": { "n": n } }))
+                .await;
+            assert_eq!(status, 200, "{reply}");
+            action_id
+        }
+    };
+    let mut ids = Vec::new();
+    let mut lines: Vec<String> = Vec::new();
+    for n in 0..3 {
+        ids.push(echo(n).await);
+    }
+    wait_for(&mut lines_rx, &mut lines, &ids[2]).await;
+    cut.send(()).unwrap();
+    for n in 3..6 {
+        ids.push(echo(n).await);
+    }
+    wait_for(&mut lines_rx, &mut lines, &ids[5]).await;
+    let _ = child.kill();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(stderr.contains("resuming"), "{stderr}");
+    for action in &ids {
+        let completed = lines
+            .iter()
+            .filter(|l| l.contains("aip.action.completed") && l.contains(action.as_str()))
+            .count();
+        assert_eq!(completed, 1, "{action}: {lines:#?}");
+    }
+    let mut seen = std::collections::HashSet::new();
+    for line in &lines {
+        assert!(seen.insert(line.clone()), "printed twice: {line}");
+    }
+}
+
+/// Reads feed lines into `lines` until `action`'s completion is among them (bounded wait).
+async fn wait_for(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    lines: &mut Vec<String>,
+    action: &str,
+) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !lines
+        .iter()
+        .any(|l| l.contains("aip.action.completed") && l.contains(action))
+    {
+        let line = tokio::time::timeout_at(deadline, rx.recv())
+            .await
+            .expect("the feed went quiet")
+            .expect("aip events exited");
+        lines.push(line);
+    }
+}
