@@ -15,6 +15,9 @@ use crate::client::{
 #[derive(Debug, Subcommand)]
 pub enum ApprovalsCommand {
     /// List the approvals you may see or decide (pending ones unless --status says otherwise).
+    #[command(
+        after_help = "Examples:\n  aip approvals list --token-file aip-data/approver-1.token\n  aip approvals list --status any --json"
+    )]
     List {
         #[command(flatten)]
         server: ServerArgs,
@@ -29,6 +32,7 @@ pub enum ApprovalsCommand {
         limit: Option<u32>,
     },
     /// Show one approval with its action's status.
+    #[command(after_help = "Example: aip approvals show appr_123")]
     Show {
         /// Approval id.
         id: String,
@@ -36,10 +40,15 @@ pub enum ApprovalsCommand {
         server: ServerArgs,
     },
     /// Approve: the decision binds to the policy hash shown by `show`.
+    #[command(
+        after_help = "Example: aip approvals approve appr_123 --reason 'beneficiary checked' --decision-id d-1"
+    )]
     Approve(DecideArgs),
     /// Deny: the governed action ends without running.
+    #[command(after_help = "Example: aip approvals deny appr_123 --reason 'unknown beneficiary'")]
     Deny(DecideArgs),
     /// Revoke a granted approval whose action has not run yet.
+    #[command(after_help = "Example: aip approvals revoke appr_123 --reason 'granted by mistake'")]
     Revoke(DecideArgs),
 }
 

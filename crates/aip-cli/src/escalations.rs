@@ -15,6 +15,9 @@ use crate::client::{
 #[derive(Debug, Subcommand)]
 pub enum EscalationsCommand {
     /// List the escalations you may see (open ones unless --status says otherwise).
+    #[command(
+        after_help = "Examples:\n  aip escalations list\n  aip escalations list --status any --kind handoff --json"
+    )]
     List {
         #[command(flatten)]
         server: ServerArgs,
@@ -30,6 +33,7 @@ pub enum EscalationsCommand {
         limit: Option<u32>,
     },
     /// Show one escalation with its resolution.
+    #[command(after_help = "Example: aip escalations show msg_123")]
     Show {
         /// Escalation id (the raising envelope's message id).
         id: String,

@@ -370,3 +370,36 @@ async fn wait_for(
         lines.push(line);
     }
 }
+
+#[test]
+fn every_client_command_has_help_with_an_example() {
+    for command in [
+        &["call"][..],
+        &["actions", "list"],
+        &["actions", "show"],
+        &["actions", "cancel"],
+        &["events"],
+        &["manifest"],
+        &["sessions", "list"],
+        &["approvals", "list"],
+        &["approvals", "show"],
+        &["approvals", "approve"],
+        &["approvals", "deny"],
+        &["approvals", "revoke"],
+        &["escalations", "list"],
+        &["escalations", "show"],
+        &["escalations", "resolve"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_aip"))
+            .args(command)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        assert!(out.status.success(), "{command:?}");
+        assert!(
+            help.contains("Example") && help.contains("--token-file") && help.contains("--json"),
+            "{command:?}: {help}"
+        );
+    }
+}
