@@ -73,6 +73,7 @@ pub struct Runtime {
     running: Mutex<HashMap<(String, String), CancellationToken>>,
     worker_id: WorkerId,
     work_ready: Notify,
+    action_waiters: crate::read::ActionWaiters,
     shutdown: CancellationToken,
 }
 
@@ -107,6 +108,7 @@ impl Runtime {
             running: Mutex::new(HashMap::new()),
             worker_id: WorkerId::fresh(),
             work_ready: Notify::new(),
+            action_waiters: crate::read::ActionWaiters::default(),
             shutdown: CancellationToken::new(),
         })
     }
@@ -168,6 +170,11 @@ impl Runtime {
     /// Wakes a worker: work was queued or a cancellation recorded.
     pub(crate) fn notify_work(&self) {
         self.work_ready.notify_one();
+    }
+
+    /// Bounded waits on single actions, woken when this node moves the action.
+    pub(crate) fn action_waiters(&self) -> &crate::read::ActionWaiters {
+        &self.action_waiters
     }
 
     pub(crate) fn work_ready(&self) -> &Notify {

@@ -89,7 +89,7 @@ impl Runtime {
                 now_ms: now,
             };
             match self.store().transition_action(transition).await {
-                Ok(_) => {}
+                Ok(moved) => self.action_waiters().wake(&moved.tenant, &moved.action_id),
                 Err(StoreError::Terminal { state }) => return Err(RuntimeError::Terminal(state)),
                 Err(StoreError::StateConflict { actual }) if actual == "cancelling" => {}
                 Err(StoreError::StateConflict { actual }) => {

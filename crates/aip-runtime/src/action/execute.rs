@@ -202,6 +202,8 @@ impl Runtime {
             now_ms: now,
         };
         self.store().transition_action(transition).await?;
+        self.action_waiters()
+            .wake(&record.tenant, &record.action_id);
         metrics::counter!("aip_actions_finished_total", "state" => state.as_str()).increment(1);
         Ok(result)
     }

@@ -66,6 +66,8 @@ impl Runtime {
             match self.store().write_approval(write).await {
                 Ok(ApprovalWritten::Written(_)) => {
                     self.notify_work();
+                    self.action_waiters()
+                        .wake(&record.tenant, &record.action_id);
                     let fresh = self.visible_approval(caller, &record.approval_id).await?;
                     return self
                         .approval_view(caller, &fresh, false, false, false)
@@ -525,6 +527,8 @@ impl Runtime {
                 now_ms: now,
             })
             .await?;
+        self.action_waiters()
+            .wake(&record.tenant, &record.action_id);
         Ok(())
     }
 }

@@ -177,6 +177,8 @@ impl Runtime {
         };
         match self.store().write_approval(write).await {
             Ok(_) => {
+                self.action_waiters()
+                    .wake(&record.tenant, &record.action_id);
                 metrics::counter!("aip_approvals_expired_total").increment(1);
                 Ok(())
             }

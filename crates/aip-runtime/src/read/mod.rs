@@ -9,9 +9,12 @@ mod events;
 mod receipts;
 pub(crate) mod views;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use aip_store::{ActionRecord, Limit};
+use aip_store::{ActionRecord, Backend, Limit};
+use tokio::sync::Notify;
 
 use crate::caller::Caller;
 use crate::error::RuntimeError;
@@ -20,6 +23,48 @@ use crate::runtime::Runtime;
 /// How often a bounded wait re-reads even without a change signal (a change on another node may
 /// not be signalled here).
 const WAIT_POLL: Duration = Duration::from_millis(250);
+
+/// Wake-ups for bounded waits on one action, raised by this node when it moves that action. A
+/// waiter re-reads only its own action when it moves, instead of on every commit of the store (with
+/// many concurrent waiters every commit re-read every waited action). One entry per waited action,
+/// removed when its last waiter leaves.
+#[derive(Debug, Default)]
+pub(crate) struct ActionWaiters {
+    waiting: Mutex<HashMap<(String, String), Arc<Notify>>>,
+}
+
+impl ActionWaiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), Arc<Notify>>> {
+        // No code panics while holding the lock; a poisoned map is still consistent.
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn subscribe(&self, tenant: &str, action_id: &str) -> Arc<Notify> {
+        Arc::clone(
+            self.lock()
+                .entry((tenant.to_owned(), action_id.to_owned()))
+                .or_default(),
+        )
+    }
+
+    fn release(&self, tenant: &str, action_id: &str, notify: Arc<Notify>) {
+        let mut waiting = self.lock();
+        let key = (tenant.to_owned(), action_id.to_owned());
+        // The map's reference and ours: nobody else waits.
+        if Arc::strong_count(&notify) <= 2 {
+            waiting.remove(&key);
+        }
+    }
+
+    /// Wakes the waiters of one action (after this node committed a change to it).
+    pub(crate) fn wake(&self, tenant: &str, action_id: &str) {
+        if let Some(notify) = self.lock().get(&(tenant.to_owned(), action_id.to_owned())) {
+            notify.notify_waiters();
+        }
+    }
+}
 
 impl Runtime {
     /// The action if `caller` may read it; otherwise `NotFound`, exactly as for a missing id.
@@ -43,20 +88,47 @@ impl Runtime {
     ) -> Result<ActionRecord, RuntimeError> {
         let deadline =
             Instant::now() + Duration::from_millis(wait_ms.min(self.config().max_wait_ms));
-        let mut watch = self.store().watch_changes();
-        while !record.state.is_terminal() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
+        // On SQLite this process is the only writer and wakes the waiter itself; on a shared
+        // database another node may move the action, which only the store's change watch signals.
+        let mut watch =
+            (self.store().backend() != Backend::Sqlite).then(|| self.store().watch_changes());
+        let (tenant, action_id) = (record.tenant.clone(), record.action_id.clone());
+        let notify = self.action_waiters().subscribe(&tenant, &action_id);
+        let outcome = async {
+            while !record.state.is_terminal() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                let moved = notify.notified();
+                tokio::pin!(moved);
+                // Registered before the read, so a change committed after it is not missed.
+                moved.as_mut().enable();
+                if let Some(w) = watch.as_mut() {
+                    w.mark_seen();
+                }
+                record = self.visible_action(caller, &action_id).await?;
+                if record.state.is_terminal() {
+                    break;
+                }
+                let poll = left.min(WAIT_POLL);
+                match watch.as_mut() {
+                    Some(w) => {
+                        tokio::select! {
+                            () = &mut moved => {}
+                            _ = w.changed_within(poll) => {}
+                        }
+                    }
+                    None => {
+                        let _ = tokio::time::timeout(poll, &mut moved).await;
+                    }
+                }
             }
-            watch.mark_seen();
-            record = self.visible_action(caller, &record.action_id).await?;
-            if record.state.is_terminal() {
-                break;
-            }
-            watch.changed_within(left.min(WAIT_POLL)).await;
+            Ok(record)
         }
-        Ok(record)
+        .await;
+        self.action_waiters().release(&tenant, &action_id, notify);
+        outcome
     }
 
     /// A requested wait, checked against the bound (spec 16.4).
