@@ -24,6 +24,9 @@ pub struct ServeArgs {
     /// Serve the native NATS binding on this server URL (spec 20.4; `[nats]` in the config file).
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
+    /// Serve the web console at /console/ (on by default without --config on a loopback address).
+    #[arg(long)]
+    pub console: bool,
 }
 
 /// Load configuration, then serve until SIGINT/SIGTERM.
@@ -53,6 +56,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
     }
     if let Some(nats) = args.nats {
         config.nats.url = Some(nats);
+    }
+    // The no-config demo on loopback gets the console; a config file decides for itself.
+    let demo =
+        config.console.is_none() && args.config.is_none() && config.listen.ip().is_loopback();
+    if args.console || demo {
+        config.console = Some(true);
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

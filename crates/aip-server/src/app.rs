@@ -127,7 +127,12 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             ws_max_streams: limits.ws_max_streams,
         },
     };
-    let router = router(state, crate::routes::aip_routes(), limits.max_body_bytes);
+    let router = router(
+        state,
+        crate::routes::aip_routes(),
+        limits.max_body_bytes,
+        config.console.unwrap_or(false),
+    );
     Ok(Server {
         router,
         runtime,
@@ -164,6 +169,9 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
     )
     .await?;
     println!("aip serve: listening on http://{addr}");
+    if config.console.unwrap_or(false) {
+        println!("aip serve: console at http://{addr}/console/");
+    }
     if let Some(nats) = &nats {
         println!(
             "aip serve: NATS ({}) serving {} in queue group {}",

@@ -24,6 +24,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "approval_policies",
     "security",
     "capabilities",
+    "console",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -75,6 +76,10 @@ pub struct Config {
     /// Capabilities beyond the demo ones, each bound to a handler.
     #[serde(default)]
     pub capabilities: Vec<CapabilityConfig>,
+    /// Serve the web console at `/console/`. Unset: off, except that `aip serve` without a config
+    /// file on a loopback address turns it on (the no-config demo).
+    #[serde(default)]
+    pub console: Option<bool>,
 }
 
 /// A tenant approval policy: who of `tenant` counts as this policy's approvers. Membership comes only
@@ -455,6 +460,7 @@ impl Default for Config {
             approval_policies: Vec::new(),
             security: SecurityConfig::default(),
             capabilities: Vec::new(),
+            console: None,
         }
     }
 }

@@ -95,10 +95,19 @@ impl RequestGuard {
         allowed.iter().any(|a| a == name || *a == host)
     }
 
-    fn origin_allowed(&self, origin: Option<&str>) -> bool {
+    /// A configured origin, or the server's own (`http(s)://<Host>`, the console's requests) when
+    /// the Host itself was checked against a list: with any Host accepted, a rebound name would make
+    /// any page "same-origin".
+    fn origin_allowed(&self, origin: Option<&str>, host: Option<&str>) -> bool {
         match origin {
             None => true,
-            Some(origin) => self.origins.iter().any(|o| o == origin),
+            Some(origin) => {
+                self.origins.iter().any(|o| o == origin)
+                    || (self.hosts.is_some()
+                        && host.is_some_and(|h| {
+                            origin == format!("http://{h}") || origin == format!("https://{h}")
+                        }))
+            }
         }
     }
 }
@@ -118,14 +127,24 @@ pub fn metrics_handle() -> PrometheusHandle {
 }
 
 /// The routes every deployment serves, with authentication and guards applied.
-pub fn router(state: AppState, protected: Router<AppState>, max_body_bytes: usize) -> Router {
+pub fn router(
+    state: AppState,
+    protected: Router<AppState>,
+    max_body_bytes: usize,
+    console: bool,
+) -> Router {
     let protected = protected
         .route("/ready", get(ready))
         .route("/metrics", get(metrics_route))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    Router::new()
-        .route("/health", get(health))
+    let public = Router::new().route("/health", get(health));
+    let public = if console {
+        public.merge(crate::console::routes())
+    } else {
+        public
+    };
+    public
         .merge(protected)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -224,7 +243,7 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
     let origin = headers
         .get(header::ORIGIN)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    if !state.guard.origin_allowed(origin) {
+    if !state.guard.origin_allowed(origin, host) {
         return ApiError::new(aip_core::ErrorCode::OriginNotAllowed, "Origin not allowed")
             .into_response();
     }
@@ -263,9 +282,19 @@ mod tests {
     }
 
     #[test]
-    fn any_origin_outside_the_list_is_refused() {
+    fn any_origin_outside_the_list_or_the_servers_own_is_refused() {
         let guard = RequestGuard::from_config(&Config::default());
-        assert!(guard.origin_allowed(None));
-        assert!(!guard.origin_allowed(Some("https://evil.example")));
+        let host = Some("127.0.0.1:7700");
+        assert!(guard.origin_allowed(None, host));
+        assert!(!guard.origin_allowed(Some("https://evil.example"), host));
+        // The console's own requests: same origin as the checked Host.
+        assert!(guard.origin_allowed(Some("http://127.0.0.1:7700"), host));
+        assert!(!guard.origin_allowed(Some("http://127.0.0.1:7701"), host));
+        // With any Host accepted, a rebound name is no proof of origin.
+        let open = RequestGuard::from_config(&Config {
+            listen: "0.0.0.0:7700".parse().unwrap(),
+            ..Config::default()
+        });
+        assert!(!open.origin_allowed(Some("http://evil.example"), Some("evil.example")));
     }
 }

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod console;
 pub mod error;
 pub mod http;
 pub mod links;

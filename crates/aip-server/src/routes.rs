@@ -48,6 +48,7 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/approvals", get(approvals))
         .route("/aip/v1/approvals/{approval_id}", get(approval))
         .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
+        .route("/aip/v1/whoami", get(whoami))
         .route("/aip/v1/escalations", get(escalations))
         .route("/aip/v1/escalations/{escalation_id}", get(escalation))
         .route(
@@ -855,6 +856,16 @@ async fn escalations(
         limit: p.limit,
     };
     read_response(runtime(&state).read_escalations(&caller, &filter).await)
+}
+
+/// `GET /aip/v1/whoami`: the authenticated principal as the server's directory resolves it (id,
+/// kind, tenant, scopes, roles, groups, tenant approval policies), so a client can ask for its own
+/// approvals inbox.
+async fn whoami(
+    Extension(caller): Extension<Caller>,
+    ReadQuery(_): ReadQuery<NoParams>,
+) -> Response {
+    axum::Json(caller).into_response()
 }
 
 /// A read that takes no query parameters (any given is refused, not ignored).

@@ -1,0 +1,149 @@
+"""Drives the aip web console in Debian's chromium through Playwright (never a downloaded browser).
+
+Called by crates/aip-cli/tests/console_browser.rs with a running `aip serve` and the ids it prepared;
+prints one line per step and exits non-zero on the first failure. Screenshots go to --shots.
+"""
+import argparse
+import json
+import sys
+
+from playwright.sync_api import expect, sync_playwright
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--approver", required=True, help="token of the second approver")
+    p.add_argument("--requester", required=True, help="token of the transfer's requester")
+    p.add_argument("--outsider", required=True, help="token of a principal who may decide nothing")
+    p.add_argument("--approval", required=True)
+    p.add_argument("--action", required=True)
+    p.add_argument("--tampered", required=True, help="an action whose stored receipt was altered")
+    p.add_argument("--axe", required=True, help="path of axe.min.js")
+    p.add_argument("--shots", required=True)
+    a = p.parse_args()
+    axe_source = open(a.axe, encoding="utf-8").read()
+    problems = []
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        page = browser.new_context().new_page()
+        page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+
+        def accessible(name: str) -> None:
+            page.evaluate(axe_source + ";0")
+            result = page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+            bad = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+            if bad:
+                raise SystemExit(f"{name}: axe violations: {json.dumps([(v['id'], v['help']) for v in bad])}")
+            print(f"ok: {name} has no serious accessibility violations")
+
+        def sign_in(token: str) -> None:
+            page.goto(f"{a.url}/console/")
+            expect(page.get_by_label("Bearer token")).to_be_visible()
+            page.get_by_label("Bearer token").fill(token)
+            page.get_by_role("button", name="Sign in").click()
+            expect(page.locator("#who")).to_contain_text("signed in as")
+
+        # Sign-in page.
+        page.goto(f"{a.url}/console/")
+        expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+        page.screenshot(path=f"{a.shots}/signin.png", full_page=True)
+        accessible("sign-in")
+        # The token never lands in the URL.
+        sign_in(a.approver)
+        assert a.approver not in page.url, "the token is in the URL"
+        stored = page.evaluate("sessionStorage.getItem('aip.console.token')")
+        assert stored == a.approver, "the token is not in session storage"
+        assert page.evaluate("localStorage.length") == 0, "the token leaked into local storage"
+        assert page.context.cookies() == [], "the console set a cookie"
+        print("ok: signed in; token only in session storage")
+
+        # The approvals inbox shows the pending approval; keyboard reaches its controls.
+        card = page.get_by_role("article", name=f"Approval {a.approval}")
+        expect(card).to_be_visible()
+        expect(card).to_contain_text("cap:demo:transfer")
+        expect(card).to_contain_text("2 distinct approver(s) needed")
+        expect(card).to_contain_text("approved by approver-1")
+        expect(card).to_contain_text("withheld")
+        expect(card.locator(".mono").last).not_to_have_text("expired")
+        page.screenshot(path=f"{a.shots}/approvals.png", full_page=True)
+        accessible("approvals inbox")
+        reached = set()
+        page.locator("body").focus()
+        for _ in range(40):
+            page.keyboard.press("Tab")
+            reached.add(page.evaluate("document.activeElement.textContent.trim() || document.activeElement.id"))
+        for control in ("Approve", "Deny", "Sign out", "Approvals", "Actions"):
+            assert control in reached, f"{control} is not reachable by keyboard: {reached}"
+        print("ok: every control of the inbox is reachable by keyboard")
+
+        # Approve as the second approver: the normal decision API, then the action runs.
+        card.get_by_label("Reason").fill("second approval from the console")
+        card.get_by_role("button", name="Approve").click()
+        expect(card).to_contain_text("the approval is now approved")
+        print("ok: approved as the second approver")
+
+        # The requester watches its action run to completion (the approver may not read it).
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(a.requester)
+        page.goto(f"{a.url}/console/#action/{a.action}")
+        expect(page.locator("#action-state")).to_have_text("completed", timeout=15000)
+        expect(page.locator("#action-events")).to_contain_text("aip.action.completed")
+        page.screenshot(path=f"{a.shots}/action.png", full_page=True)
+        accessible("action timeline")
+        page.get_by_role("button", name="Verify receipt chain").click()
+        expect(page.locator("#verify-status")).to_contain_text("Chain verified")
+        expect(page.locator("#receipts li.broken")).to_have_count(0)
+        page.screenshot(path=f"{a.shots}/receipts.png", full_page=True)
+        print("ok: the action completed on its timeline and its receipts verify in the browser")
+
+        # A tampered chain is flagged at its first broken link.
+        page.goto(f"{a.url}/console/#action/{a.tampered}")
+        expect(page.locator("#action-state")).to_have_text("completed")
+        page.get_by_role("button", name="Verify receipt chain").click()
+        expect(page.locator("#verify-status")).to_contain_text("Broken at receipt")
+        expect(page.locator("#receipts li.broken")).to_have_count(1)
+        expect(page.locator("#receipts li.broken")).to_contain_text("hash mismatch")
+        page.screenshot(path=f"{a.shots}/tampered.png", full_page=True)
+        print("ok: the tampered receipt is flagged")
+
+        # The actions list.
+        page.goto(f"{a.url}/console/#actions")
+        expect(page.locator("#actions-table")).to_contain_text(a.action)
+        page.screenshot(path=f"{a.shots}/actions.png", full_page=True)
+        accessible("actions list")
+
+        # A principal without visibility sees an empty inbox.
+        page.get_by_role("button", name="Sign out").click()
+        sign_in(a.outsider)
+        page.goto(f"{a.url}/console/#approvals")
+        expect(page.locator("#approvals-status")).to_have_text("Nothing is waiting for you.")
+        print("ok: a principal without visibility sees an empty inbox")
+
+        # A bad token is refused with the typed error.
+        page.get_by_role("button", name="Sign out").click()
+        page.get_by_label("Bearer token").fill("not-a-token")
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#signin-error")).not_to_be_empty()
+        browser.close()
+
+    csp = [p for p in problems if "Content Security Policy" in p]
+    if csp:
+        print(f"CSP violations: {csp}")
+        return 1
+    unexpected = [p for p in problems if "401" not in p]
+    if unexpected:
+        print(f"console errors: {unexpected}")
+        return 1
+    print("console: all steps passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
