@@ -15,15 +15,19 @@ CHROMIUM = "/usr/lib/chromium/chromium"
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--url", required=True)
-    p.add_argument("--approver", required=True, help="token of the second approver")
+    p.add_argument("--stream-only", action="store_true", help="only follow --action's stream through --url (a cutting proxy)")
+    p.add_argument("--exporter", help="token of an approver holding the export scopes")
+    p.add_argument("--approver", help="token of the second approver")
     p.add_argument("--requester", required=True, help="token of the transfer's requester")
-    p.add_argument("--outsider", required=True, help="token of a principal who may decide nothing")
-    p.add_argument("--approval", required=True)
+    p.add_argument("--outsider", help="token of a principal who may decide nothing")
+    p.add_argument("--approval")
     p.add_argument("--action", required=True)
-    p.add_argument("--tampered", required=True, help="an action whose stored receipt was altered")
-    p.add_argument("--axe", required=True, help="path of axe.min.js")
+    p.add_argument("--tampered", help="an action whose stored receipt was altered")
+    p.add_argument("--axe", help="path of axe.min.js")
     p.add_argument("--shots", required=True)
     a = p.parse_args()
+    if a.stream_only:
+        return stream_only(a)
     axe_source = open(a.axe, encoding="utf-8").read()
     problems = []
 
@@ -50,6 +54,14 @@ def main() -> int:
             page.get_by_role("button", name="Sign in").click()
             expect(page.locator("#who")).to_contain_text("signed in as")
 
+        # An approver with the export scopes may reveal the governed input; the export is audited.
+        sign_in(a.exporter)
+        card = page.get_by_role("article", name=f"Approval {a.approval}")
+        card.get_by_role("button", name="Show governed input (audited export)").click()
+        expect(card).to_contain_text("acct:bob")
+        print("ok: the governed input is shown only on an audited export")
+        page.get_by_role("button", name="Sign out").click()
+
         # Sign-in page.
         page.goto(f"{a.url}/console/")
         expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
@@ -68,10 +80,10 @@ def main() -> int:
         card = page.get_by_role("article", name=f"Approval {a.approval}")
         expect(card).to_be_visible()
         expect(card).to_contain_text("cap:demo:transfer")
-        expect(card).to_contain_text("2 distinct approver(s) needed")
-        expect(card).to_contain_text("approved by approver-1")
+        expect(card).to_contain_text("1 of 2 distinct approval(s) so far: approver-1")
         expect(card).to_contain_text("withheld")
         expect(card.locator(".mono").last).not_to_have_text("expired")
+        expect(card.get_by_role("button", name="Show governed input (audited export)")).to_have_count(0)
         page.screenshot(path=f"{a.shots}/approvals.png", full_page=True)
         accessible("approvals inbox")
         reached = set()
@@ -142,6 +154,31 @@ def main() -> int:
         print(f"console errors: {unexpected}")
         return 1
     print("console: all steps passed")
+    return 0
+
+
+def stream_only(a) -> int:
+    """Follows a streaming action's chunks while the proxy behind --url cuts the connection: every
+    chunk must appear once, in order, and the result at the end."""
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        page = browser.new_context().new_page()
+        page.goto(f"{a.url}/console/")
+        page.get_by_label("Bearer token").fill(a.requester)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#who")).to_contain_text("signed in as")
+        page.goto(f"{a.url}/console/#action/{a.action}")
+        expect(page.locator("#stream-status")).to_contain_text("Finished: completed", timeout=30000)
+        items = page.locator("#action-chunks li").all_inner_texts()
+        sequences = [int(t.split()[0].lstrip("#")) for t in items]
+        page.screenshot(path=f"{a.shots}/stream.png", full_page=True)
+        browser.close()
+    if sequences != list(range(1, len(sequences) + 1)) or len(sequences) < 60:
+        print(f"chunks lost, repeated or out of order: {sequences}")
+        return 1
+    print(f"console: stream followed across cuts, {len(sequences)} chunks once each")
     return 0
 
 

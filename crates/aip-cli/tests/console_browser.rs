@@ -83,12 +83,17 @@ async fn the_console_signs_in_approves_follows_the_action_and_checks_receipts_in
     std::fs::create_dir_all(&data).unwrap();
     let outsider = "outsider-token-0123456789abcdef";
     let outsider_file = token_file(dir.path(), "outsider.token", outsider);
+    let exporter = "exporter-token-0123456789abcdef";
+    let exporter_file = token_file(dir.path(), "exporter.token", exporter);
     let config = dir.path().join("aip.toml");
     std::fs::write(
         &config,
         format!(
-            "console = true\n\n[[principals]]\nid = \"outsider\"\nkind = \"human\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:echo\"]\ntoken_file = \"{}\"\n",
-            outsider_file.display()
+            "console = true\n\n[[principals]]\nid = \"outsider\"\nkind = \"human\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:echo\"]\ntoken_file = \"{}\"\n\n\
+             [[principals]]\nid = \"exporter\"\nkind = \"human\"\ntenant = \"default\"\nroles = [\"approver\"]\n\
+             scopes = [\"invoke:cap:demo:*\", \"approval:export\", \"approval:sensitive\"]\ntoken_file = \"{}\"\n",
+            outsider_file.display(),
+            exporter_file.display()
         ),
     )
     .unwrap();
@@ -183,7 +188,14 @@ async fn the_console_signs_in_approves_follows_the_action_and_checks_receipts_in
     let out = Command::new(python)
         .arg(workspace().join("tests/browser/console_test.py"))
         .args(["--url", &format!("http://{}", server.base)])
-        .args(["--approver", second.trim(), "--outsider", outsider])
+        .args([
+            "--approver",
+            second.trim(),
+            "--outsider",
+            outsider,
+            "--exporter",
+            exporter,
+        ])
         .args(["--requester", &server.admin_token])
         .args([
             "--approval",
@@ -269,4 +281,104 @@ async fn the_console_is_on_for_the_no_config_demo_and_off_once_a_config_file_doe
         .await
         .unwrap();
     assert_eq!(page.status(), 401, "the console must be off");
+}
+
+/// A TCP proxy to `upstream` that cuts every connection open longer than 500 ms each time `cut`
+/// fires (short page reads pass; long-lived streams are cut). Returns its address, the trigger and
+/// the count of connections it cut.
+async fn cutting_proxy(
+    upstream: String,
+) -> (
+    String,
+    tokio::sync::broadcast::Sender<()>,
+    std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (cut, _) = tokio::sync::broadcast::channel::<()>(8);
+    let cuts = cut.clone();
+    let killed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&killed);
+    tokio::spawn(async move {
+        while let Ok((mut inbound, _)) = listener.accept().await {
+            let upstream = upstream.clone();
+            let mut cut = cuts.subscribe();
+            let counter = std::sync::Arc::clone(&counter);
+            tokio::spawn(async move {
+                let opened = std::time::Instant::now();
+                let mut outbound = tokio::net::TcpStream::connect(&upstream).await.unwrap();
+                let copy = tokio::io::copy_bidirectional(&mut inbound, &mut outbound);
+                tokio::pin!(copy);
+                loop {
+                    tokio::select! {
+                        _ = &mut copy => return,
+                        _ = cut.recv() => {
+                            if opened.elapsed() > std::time::Duration::from_millis(500) {
+                                counter.fetch_add(1, Ordering::Relaxed);
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, cut, killed)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_consoles_live_stream_resumes_across_cut_connections_with_every_chunk_once() {
+    let (python, _) = match tools() {
+        Ok(t) => t,
+        Err(why) => {
+            support::skip_or_fail(&format!("console browser test: {why}"));
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let (via, cut, killed) = cutting_proxy(server.base.clone()).await;
+    let action_id = id("act_");
+    let (status, reply) = server
+        .admin()
+        .act(
+            json!({ "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming",
+                     "input": { "n": 60, "interval_ms": 60 } }),
+        )
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let cutter = tokio::spawn(async move {
+        for _ in 0..6 {
+            tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+            let _ = cut.send(());
+        }
+    });
+    let shots = workspace().join("target/console-screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    let child = tokio::process::Command::new(python)
+        .arg(workspace().join("tests/browser/console_test.py"))
+        .args(["--stream-only", "--url", &format!("http://{via}")])
+        .args(["--requester", &server.admin_token, "--action", &action_id])
+        .arg("--shots")
+        .arg(&shots)
+        .env("PLAYWRIGHT_BROWSERS_PATH", "/nonexistent")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().await.unwrap();
+    let status = out.status;
+    cutter.await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("stream followed across cuts"), "{stdout}");
+    assert!(
+        killed.load(std::sync::atomic::Ordering::Relaxed) >= 1,
+        "no stream was cut: the test proved nothing"
+    );
 }

@@ -343,6 +343,23 @@ async fn a_large_transfer_needs_two_distinct_approvers_and_the_same_one_twice_co
     assert_eq!(reply["body"]["approval_record_view"]["status"], "pending");
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(transfers(&runtime).await, 0);
+    // Every recorded decision is readable by who may see the approval (quorum progress), and by
+    // nobody else.
+    let recorded = runtime
+        .read_decisions(&approver(2), &approval_id)
+        .await
+        .unwrap();
+    assert_eq!(recorded.len(), 2);
+    assert!(
+        recorded
+            .iter()
+            .all(|d| d.approver.id.as_str() == "approver-1")
+    );
+    let hidden = runtime
+        .read_decisions(&outsider(), &approval_id)
+        .await
+        .unwrap_err();
+    assert_eq!(hidden.code().as_str(), "aip.core.not_found");
     let (_, reply) = decide(&runtime, &approver(2), &approval_id, "approved").await;
     assert_eq!(
         reply["body"]["approval_record_view"]["status"], "approved",

@@ -48,6 +48,7 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/approvals", get(approvals))
         .route("/aip/v1/approvals/{approval_id}", get(approval))
         .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
+        .route("/aip/v1/approvals/{approval_id}/decisions", get(decisions))
         .route("/aip/v1/whoami", get(whoami))
         .route("/aip/v1/escalations", get(escalations))
         .route("/aip/v1/escalations/{escalation_id}", get(escalation))
@@ -764,6 +765,21 @@ async fn approval(
                 crate::links::approval(&mut view);
                 view
             }),
+    )
+}
+
+/// `GET /aip/v1/approvals/{id}/decisions`: every recorded decision, oldest first (quorum progress).
+async fn decisions(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(approval_id): Path<String>,
+    ReadQuery(_): ReadQuery<NoParams>,
+) -> Response {
+    read_response(
+        runtime(&state)
+            .read_decisions(&caller, &approval_id)
+            .await
+            .map(|decisions| serde_json::json!({ "approval_id": approval_id, "decisions": decisions })),
     )
 }
 

@@ -61,6 +61,23 @@ impl Runtime {
         .await
     }
 
+    /// Every recorded decision of an approval `caller` may see, oldest first (the 1.0 view carries
+    /// only the last one; an approver's quorum progress needs them all). `GET
+    /// /aip/v1/approvals/{id}/decisions`.
+    pub async fn read_decisions(
+        &self,
+        caller: &Caller,
+        approval_id: &str,
+    ) -> Result<Vec<ApprovalDecision>, RuntimeError> {
+        let record = self.visible_approval(caller, approval_id).await?;
+        self.store()
+            .list_decisions(&record.tenant, &record.approval_id)
+            .await?
+            .iter()
+            .map(decoded)
+            .collect()
+    }
+
     /// `approval_list_request`: the approvals `caller` may see (an approver's inbox with `approver`
     /// set to itself), oldest first. Filters never widen visibility.
     pub async fn read_approvals(
@@ -140,19 +157,7 @@ impl Runtime {
             .store()
             .list_decisions(&record.tenant, &record.approval_id)
             .await?;
-        let decision = decisions
-            .last()
-            .map(|d| {
-                serde_json::from_value::<ApprovalDecision>(strip_internal(d.body.clone())).map_err(
-                    |e| {
-                        views::corrupt(format!(
-                            "decision {} of {}: {e}",
-                            d.decision_id, d.approval_id
-                        ))
-                    },
-                )
-            })
-            .transpose()?;
+        let decision = decisions.last().map(decoded).transpose()?;
         let action_status = if include_action_status {
             // Seeing the approval grants seeing its governed action's status (never its input or
             // result): an approver must know what it is deciding on and whether it still waits.
@@ -220,6 +225,16 @@ impl Runtime {
             updated_at: views::ts(record.updated_at_ms)?,
         })
     }
+}
+
+/// A stored decision as the wire type, without the runtime's bookkeeping members.
+fn decoded(d: &aip_store::DecisionRecord) -> Result<ApprovalDecision, RuntimeError> {
+    serde_json::from_value::<ApprovalDecision>(strip_internal(d.body.clone())).map_err(|e| {
+        views::corrupt(format!(
+            "decision {} of {}: {e}",
+            d.decision_id, d.approval_id
+        ))
+    })
 }
 
 /// A stored decision without the runtime's bookkeeping members.

@@ -139,7 +139,13 @@ function approvalCard(view) {
   const r = view.request;
   const policy = r.policy_snapshot || {};
   const needed = Math.max(policy.minimum_distinct_principals || 1, (policy.rule && policy.rule.required) || 1);
-  const approvedSoFar = view.decision && view.decision.decision === "approved" ? 1 : 0;
+  const quorum = el("span", {}, `${needed} distinct approval(s) needed`);
+  api(`/aip/v1/approvals/${encodeURIComponent(r.id)}/decisions`)
+    .then((page) => {
+      const approvers = [...new Set((page.decisions || []).filter((d) => d.decision === "approved").map((d) => d.approver.id))];
+      quorum.textContent = `${approvers.length} of ${needed} distinct approval(s) so far${approvers.length ? `: ${approvers.join(", ")}` : ""}`;
+    })
+    .catch(() => {});
   const expires = el("span", { class: "mono" });
   countdown(expires, r.expires_at);
   const reasonId = `reason-${r.id}`;
@@ -165,6 +171,22 @@ function approvalCard(view) {
   const deny = el("button", { type: "button", class: "deny" }, "Deny");
   deny.addEventListener("click", () => decide("denied"));
   const actionLink = el("a", { href: `#action/${encodeURIComponent(r.action_id)}` }, r.action_id);
+  // The governed input stays out of ordinary reads (spec 16.6); principals holding the export
+  // scopes may request it, and the server audits each export.
+  const input = el("dd", {}, "withheld from ordinary reads; bound by the policy hash");
+  const scopes = (me && me.scopes) || [];
+  if (scopes.includes("*") || (scopes.includes("approval:export") && scopes.includes("approval:sensitive"))) {
+    const reveal = el("button", { type: "button" }, "Show governed input (audited export)");
+    reveal.addEventListener("click", async () => {
+      try {
+        const v = await api(`/aip/v1/approvals/${encodeURIComponent(r.id)}?include_evidence_payload=true`);
+        input.replaceChildren(el("code", {}, JSON.stringify(v.evidence_payload.input)));
+      } catch (e) {
+        input.replaceChildren(el("span", { class: "error" }, e.message));
+      }
+    });
+    input.append(" ", reveal);
+  }
   return el(
     "article",
     { class: "card", "aria-label": `Approval ${r.id}` },
@@ -177,8 +199,8 @@ function approvalCard(view) {
       el("dt", {}, "Requester"), el("dd", {}, r.requester.id),
       el("dt", {}, "Risk"), el("dd", {}, r.risk || "-"),
       el("dt", {}, "Who may approve"), el("dd", {}, ruleText(policy)),
-      el("dt", {}, "Quorum"), el("dd", {}, `${needed} distinct approver(s) needed; last recorded decision: ${view.decision ? `${view.decision.decision} by ${view.decision.approver.id}` : "none"}${approvedSoFar ? " (counts 1)" : ""}`),
-      el("dt", {}, "Input"), el("dd", {}, "withheld from ordinary reads; bound by the policy hash"),
+      el("dt", {}, "Quorum"), el("dd", {}, quorum),
+      el("dt", {}, "Input"), input,
       el("dt", {}, "Policy hash"), el("dd", { class: "mono" }, r.policy_hash || "-"),
       el("dt", {}, "Expires in"), el("dd", {}, expires),
     ),
