@@ -53,9 +53,7 @@ pub fn run<F: Future<Output = Result<(), Failure>>>(name: &str, command: F) -> E
                 message,
             }) => {
                 eprintln!("aip {name}: refused ({status}) {code}: {message}");
-                if let Some(hint) = hint(&code) {
-                    eprintln!("  what to do: {hint}");
-                }
+                eprintln!("  what to do: {}", hint(&code).unwrap_or(by_status(status)));
                 ExitCode::from(1)
             }
             Err(Failure::Usage(message)) => {
@@ -110,6 +108,22 @@ pub fn hint(code: &str) -> Option<&'static str> {
         }
         _ => return None,
     })
+}
+
+/// What to do about a refusal without a specific hint, by its HTTP status class.
+fn by_status(status: u16) -> &'static str {
+    match status {
+        401 => "check --token-file (or AIP_TOKEN_FILE)",
+        403 => "your principal may not do this; ask the operator for the scope or role",
+        404 => "check the id; objects you may not read answer exactly like missing ones",
+        409 => {
+            "it conflicts with the object's current state: `show` it and retry with what it says"
+        }
+        413 => "the request is larger than the server's limits.max_body_bytes",
+        429 | 503 => "the server is busy or not ready: retry later",
+        500..=599 => "the server failed; retry later and check its log",
+        _ => "fix the request as the message says (`--help` shows each option)",
+    }
 }
 
 /// Why a command did not succeed.

@@ -181,6 +181,24 @@ async fn the_console_signs_in_approves_follows_the_action_and_checks_receipts_in
         .wait_terminal(&tampered)
         .await;
     tamper(&data.join("aip.sqlite"), &tampered);
+    // A transfer the console's user requested itself: its approve is refused (separation of duties).
+    let own = id("act_");
+    let (status, reply) = server
+        .client(
+            std::fs::read_to_string(data.join("approver-2.token"))
+                .unwrap()
+                .trim(),
+        )
+        .act(
+            json!({ "id": own, "capability_id": "cap:demo:transfer", "mode": "async",
+                     "input": { "amount_minor": 100, "to": "acct:dave" } }),
+        )
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let own_approval = reply["extensions"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     let shots = workspace().join("target/console-screenshots");
     std::fs::create_dir_all(&shots).unwrap();
@@ -205,6 +223,7 @@ async fn the_console_signs_in_approves_follows_the_action_and_checks_receipts_in
             "--tampered",
             &tampered,
         ])
+        .args(["--own-approval", &own_approval])
         .arg("--axe")
         .arg(&axe)
         .arg("--shots")
