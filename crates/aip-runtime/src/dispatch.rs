@@ -47,6 +47,8 @@ pub const SERVED: &[MessageType] = &[
     MessageType::ApprovalListRequest,
     MessageType::Escalation,
     MessageType::EscalationResolution,
+    MessageType::ResourceListRequest,
+    MessageType::ResourceReadRequest,
 ];
 
 impl Runtime {
@@ -174,6 +176,14 @@ impl Runtime {
             B::ApprovalListRequest(b) => Reply::done(
                 request,
                 B::ApprovalList(self.read_approvals(caller, b).await?),
+            ),
+            B::ResourceListRequest(b) => Reply::done(
+                request,
+                B::ResourceList(self.read_resources(caller, b).await?),
+            ),
+            B::ResourceReadRequest(b) => Reply::done(
+                request,
+                B::ResourceReadResult(self.read_resource(caller, b).await?),
             ),
             B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
             B::EscalationResolution(b) => {

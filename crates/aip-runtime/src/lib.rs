@@ -24,6 +24,7 @@ mod read;
 mod receipts;
 pub mod registry;
 mod reply;
+pub mod resource;
 mod runtime;
 mod security;
 mod session;

@@ -49,6 +49,8 @@ pub struct RuntimeConfig {
     /// resolver keys (`principal:<id>`, `role:<name>`, `group:<name>`), by id. Filters approval
     /// lists by approver.
     pub directory: HashMap<String, Vec<String>>,
+    /// Declared resources (spec 9.7), checked with `resource::check_resources`.
+    pub resources: Vec<crate::resource::ResourceEntry>,
 }
 
 /// Spec 22.2-22.3 settings.

@@ -73,6 +73,9 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     }
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
+    let resources = configured_resources(config)?;
+    aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let mut trusted_signers = HashMap::new();
     for signer in &config.security.trusted_signers {
         if auth.principal(&signer.principal).is_none() {
@@ -109,6 +112,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         manifest_limits: json!({ "max_body_bytes": limits.max_body_bytes, "max_list_limit": limits.max_list_limit, "max_wait_ms": limits.max_wait_ms }),
         profiles: profiles(config),
         directory: auth.directory(),
+        resources,
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
@@ -233,6 +237,45 @@ fn redact_location(location: &str) -> String {
         }
         None => location.to_owned(),
     }
+}
+
+/// The configured resources with their content: inline text, or a file under `resource_root`.
+fn configured_resources(
+    config: &Config,
+) -> Result<Vec<aip_runtime::resource::ResourceEntry>, ServeError> {
+    use aip_runtime::resource::{ResourceContent, ResourceEntry};
+    config
+        .resources
+        .iter()
+        .map(|r| {
+            let resource: aip_core::Resource =
+                serde_json::from_value(serde_json::Value::Object(r.resource.clone()))
+                    .map_err(|e| ServeError::Config(format!("resource entry: {e}")))?;
+            match (&r.text, &r.file) {
+                (Some(text), None) => Ok(ResourceEntry {
+                    resource,
+                    content: ResourceContent::Inline(vec![aip_core::MessagePart::Text {
+                        text: text.clone(),
+                        format: None,
+                    }]),
+                }),
+                (None, Some(file)) => {
+                    let root = config.resource_root.as_deref().ok_or_else(|| {
+                        ServeError::Config(format!(
+                            "resource {}: a file resource needs resource_root",
+                            resource.id
+                        ))
+                    })?;
+                    ResourceEntry::file(resource, root, file)
+                        .map_err(|e| ServeError::Config(e.to_string()))
+                }
+                _ => Err(ServeError::Config(format!(
+                    "resource {}: give exactly one of `text` and `file`",
+                    resource.id
+                ))),
+            }
+        })
+        .collect()
 }
 
 /// Every tenant approval policy an approval rule names must be defined for some tenant: a rule no

@@ -25,6 +25,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "security",
     "capabilities",
     "console",
+    "resources",
+    "resource_root",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -80,6 +82,27 @@ pub struct Config {
     /// file on a loopback address turns it on (the no-config demo).
     #[serde(default)]
     pub console: Option<bool>,
+    /// Readable resources (spec 9.7), each with its read policy and content.
+    #[serde(default)]
+    pub resources: Vec<ResourceConfig>,
+    /// Directory that file resources are read from; a file resolving outside it stops startup.
+    #[serde(default)]
+    pub resource_root: Option<PathBuf>,
+}
+
+/// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
+/// `description`, `mime_type`, `tenant_id`, `access`, `expires_at`) and exactly one content source.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ResourceConfig {
+    /// Inline text content.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// A file under `resource_root`, by relative path.
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// The manifest `Resource` object.
+    #[serde(flatten)]
+    pub resource: serde_json::Map<String, Value>,
 }
 
 /// A tenant approval policy: who of `tenant` counts as this policy's approvers. Membership comes only
@@ -461,6 +484,8 @@ impl Default for Config {
             security: SecurityConfig::default(),
             capabilities: Vec::new(),
             console: None,
+            resources: Vec::new(),
+            resource_root: None,
         }
     }
 }

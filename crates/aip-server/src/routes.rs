@@ -50,6 +50,8 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
         .route("/aip/v1/approvals/{approval_id}/decisions", get(decisions))
         .route("/aip/v1/whoami", get(whoami))
+        .route("/aip/v1/resources", get(resources))
+        .route("/aip/v1/resources/{resource_id}", get(resource))
         .route("/aip/v1/escalations", get(escalations))
         .route("/aip/v1/escalations/{escalation_id}", get(escalation))
         .route(
@@ -882,6 +884,64 @@ async fn whoami(
     ReadQuery(_): ReadQuery<NoParams>,
 ) -> Response {
     axum::Json(caller).into_response()
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceListParams {
+    capability_id: Option<String>,
+    kind: Option<String>,
+    tenant_id: Option<String>,
+    cursor: Option<String>,
+    limit: Option<u32>,
+}
+
+/// `GET /aip/v1/resources`: `resource_list_request` (spec 9.7).
+async fn resources(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    ReadQuery(p): ReadQuery<ResourceListParams>,
+) -> Response {
+    let request = aip_core::ResourceListRequest {
+        capability_id: p.capability_id.map(aip_core::CapabilityId::new),
+        kind: p.kind,
+        tenant_id: p.tenant_id,
+        cursor: p.cursor,
+        limit: p.limit,
+    };
+    read_response(runtime(&state).read_resources(&caller, &request).await)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResourceParams {
+    tenant_id: Option<String>,
+    /// Comma-separated media types.
+    accept: Option<String>,
+}
+
+/// `GET /aip/v1/resources/{id}`: `resource_read_request`.
+async fn resource(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(resource_id): Path<String>,
+    ReadQuery(p): ReadQuery<ResourceParams>,
+) -> Response {
+    let request = aip_core::ResourceReadRequest {
+        resource_id,
+        tenant_id: p.tenant_id,
+        version: None,
+        accept: p
+            .accept
+            .map(|a| {
+                a.split(',')
+                    .map(|s| s.trim().to_owned())
+                    .filter(|s| !s.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
+    read_response(runtime(&state).read_resource(&caller, &request).await)
 }
 
 /// A read that takes no query parameters (any given is refused, not ignored).

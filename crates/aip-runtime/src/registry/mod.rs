@@ -479,12 +479,15 @@ impl crate::runtime::Runtime {
         profiles: &[ProfileId],
     ) -> Manifest {
         let config = self.config();
-        self.registry().manifest(
+        let mut manifest = self.registry().manifest(
             &config.agent,
             caller,
             config.manifest_limits.clone(),
             filter,
             (&config.profiles, profiles),
-        )
+        );
+        let kinds = filter.map_or(&[][..], |f| f.resource_kinds.as_slice());
+        manifest.resources = self.manifest_resources(caller, kinds);
+        manifest
     }
 }

@@ -206,6 +206,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         manifest_limits: json!({}),
         profiles: vec![aip_core::ProfileId::new("aip.native.http.v1")],
         directory: HashMap::new(),
+        resources: Vec::new(),
     }
 }
 

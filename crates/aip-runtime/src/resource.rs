@@ -1,0 +1,332 @@
+//! Resources (spec 9.7, 9.8): readable resources declared by the operator, with a read policy that
+//! decides who may even learn that a resource exists. A principal that may not list a resource finds
+//! it in no list, no count and no manifest, and reading it answers "not found" exactly like a
+//! missing id. Expired resources are gone. Content is inline parts or a file under a configured
+//! root, read at request time within a size bound (binary as base64).
+
+use std::path::{Path, PathBuf};
+
+use aip_core::{
+    MessagePart, Resource, ResourceList, ResourceListRequest, ResourceReadRequest,
+    ResourceReadResult,
+};
+use base64::Engine as _;
+
+use crate::caller::{Caller, SCOPE_ALL};
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::runtime::Runtime;
+
+/// Largest file content served by one read (4 MiB; base64 grows it by a third).
+pub const MAX_RESOURCE_BYTES: u64 = 4 * 1024 * 1024;
+/// Most resources one runtime declares.
+pub const MAX_RESOURCES: usize = 10_000;
+
+/// Where a resource's content comes from.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ResourceContent {
+    /// Parts given in the declaration.
+    Inline(Vec<MessagePart>),
+    /// A file, by its canonical path under the operator's resource root.
+    File(PathBuf),
+}
+
+/// One declared resource: its metadata (what a permitted reader sees) and its content.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResourceEntry {
+    /// The wire metadata.
+    pub resource: Resource,
+    /// The content.
+    pub content: ResourceContent,
+}
+
+/// Why a resource declaration cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("resource {id}: {reason}")]
+pub struct ResourceError {
+    /// The resource.
+    pub id: String,
+    /// What is wrong.
+    pub reason: String,
+}
+
+impl ResourceEntry {
+    /// A file resource: `relative` must name a regular file inside `root` (after resolving links),
+    /// no larger than [`MAX_RESOURCE_BYTES`].
+    pub fn file(resource: Resource, root: &Path, relative: &Path) -> Result<Self, ResourceError> {
+        let error = |reason: String| ResourceError {
+            id: resource.id.clone(),
+            reason,
+        };
+        if relative.is_absolute() {
+            return Err(error(
+                "the file must be relative to the resource root".into(),
+            ));
+        }
+        let root = root
+            .canonicalize()
+            .map_err(|e| error(format!("resource root {}: {e}", root.display())))?;
+        let path = root
+            .join(relative)
+            .canonicalize()
+            .map_err(|e| error(format!("file {}: {e}", relative.display())))?;
+        if !path.starts_with(&root) {
+            return Err(error(format!(
+                "file {} resolves outside the resource root",
+                relative.display()
+            )));
+        }
+        let meta = std::fs::metadata(&path).map_err(|e| error(e.to_string()))?;
+        if !meta.is_file() || meta.len() > MAX_RESOURCE_BYTES {
+            return Err(error(format!(
+                "file {} must be a regular file of at most 4 MiB",
+                relative.display()
+            )));
+        }
+        Ok(Self {
+            resource,
+            content: ResourceContent::File(path),
+        })
+    }
+}
+
+/// Checks a declared set: unique ids, bounded count, well-formed metadata, owning capabilities that
+/// exist (`known_capability`).
+pub fn check_resources(
+    entries: &[ResourceEntry],
+    known_capability: impl Fn(&str) -> bool,
+) -> Result<(), ResourceError> {
+    if entries.len() > MAX_RESOURCES {
+        return Err(ResourceError {
+            id: "*".into(),
+            reason: format!("more than {MAX_RESOURCES} resources"),
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for e in entries {
+        let r = &e.resource;
+        let error = |reason: &str| ResourceError {
+            id: r.id.clone(),
+            reason: reason.into(),
+        };
+        if r.id.is_empty() || r.id.len() > 256 || r.name.is_empty() {
+            return Err(error("needs an id of 1..=256 characters and a name"));
+        }
+        if !seen.insert(r.id.as_str()) {
+            return Err(error("is declared twice"));
+        }
+        if let Some(v) = aip_core::Checker::check(r).first() {
+            return Err(error(&format!("{}: {}", v.pointer, v.message)));
+        }
+        if let Some(cap) = &r.capability_id
+            && !known_capability(cap.as_str())
+        {
+            return Err(error("names a capability that is not admitted"));
+        }
+    }
+    Ok(())
+}
+
+impl Caller {
+    /// Whether the caller may learn that `resource` exists (and read it), at `now_ms`.
+    pub fn may_list_resource(&self, resource: &Resource, now_ms: i64) -> bool {
+        if resource
+            .expires_at
+            .as_ref()
+            .is_some_and(|t| t.unix_millis().is_none_or(|ms| ms <= now_ms))
+        {
+            return false;
+        }
+        // A resource of a tenant is that tenant's: another tenant never sees it (spec 22.6), whatever
+        // `tenant_required` says.
+        if resource
+            .tenant_id
+            .as_ref()
+            .is_some_and(|t| *t != self.tenant)
+        {
+            return false;
+        }
+        // A resource a capability owns is seen only by those who may invoke that capability.
+        if resource
+            .capability_id
+            .as_ref()
+            .is_some_and(|c| !self.may_invoke(c.as_str()))
+        {
+            return false;
+        }
+        if self.scopes.iter().any(|s| s == SCOPE_ALL) {
+            return true;
+        }
+        let Some(access) = &resource.access else {
+            // No policy: only principals holding every scope.
+            return false;
+        };
+        access.public
+            || access
+                .allowed_principals
+                .iter()
+                .any(|p| p.as_str() == self.id)
+            || access
+                .required_scopes
+                .iter()
+                .any(|s| self.scopes.contains(s))
+    }
+}
+
+impl Runtime {
+    fn visible_resources<'a>(
+        &'a self,
+        caller: &'a Caller,
+    ) -> impl Iterator<Item = &'a ResourceEntry> {
+        let now = now_ms();
+        self.config()
+            .resources
+            .iter()
+            .filter(move |e| caller.may_list_resource(&e.resource, now))
+    }
+
+    /// The resources `caller` may see, for the manifest (spec 9.7), optionally only `kinds`.
+    pub(crate) fn manifest_resources(&self, caller: &Caller, kinds: &[String]) -> Vec<Resource> {
+        self.visible_resources(caller)
+            .filter(|e| {
+                kinds.is_empty() || e.resource.kind.as_ref().is_some_and(|k| kinds.contains(k))
+            })
+            .map(|e| e.resource.clone())
+            .collect()
+    }
+
+    /// `resource_list_request`: the resources `caller` may list, by id, paged with a cursor bound
+    /// to the reader and the filters.
+    pub async fn read_resources(
+        &self,
+        caller: &Caller,
+        request: &ResourceListRequest,
+    ) -> Result<ResourceList, RuntimeError> {
+        self.check_tenant(caller, request.tenant_id.as_deref())?;
+        let limit = self.limit(request.limit)?.get();
+        let capability = request.capability_id.as_ref().map(|c| c.as_str());
+        let kind = request.kind.as_deref();
+        let scope = [
+            "resources",
+            caller.tenant.as_str(),
+            caller.id.as_str(),
+            capability.unwrap_or("-"),
+            kind.unwrap_or("-"),
+        ];
+        let after = match &request.cursor {
+            Some(c) => self.store().decode_stream_cursor(&scope, c)?.1,
+            None => 0,
+        };
+        let mut entries: Vec<&ResourceEntry> = self
+            .visible_resources(caller)
+            .filter(|e| {
+                capability.is_none_or(|c| {
+                    e.resource
+                        .capability_id
+                        .as_ref()
+                        .is_some_and(|x| x.as_str() == c)
+                }) && kind.is_none_or(|k| e.resource.kind.as_deref() == Some(k))
+            })
+            .collect();
+        entries.sort_by(|a, b| a.resource.id.cmp(&b.resource.id));
+        let skip = usize::try_from(after).unwrap_or(usize::MAX);
+        let page: Vec<Resource> = entries
+            .iter()
+            .skip(skip)
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .map(|e| e.resource.clone())
+            .collect();
+        let next = i64::try_from(skip.saturating_add(page.len())).unwrap_or(i64::MAX);
+        Ok(ResourceList {
+            resources: page,
+            cursor: Some(self.store().stream_cursor(&scope, (0, next))),
+        })
+    }
+
+    /// `resource_read_request`: the resource with its content; `NotFound` for anything the caller
+    /// may not list, exactly as for a missing id.
+    pub async fn read_resource(
+        &self,
+        caller: &Caller,
+        request: &ResourceReadRequest,
+    ) -> Result<ResourceReadResult, RuntimeError> {
+        self.check_tenant(caller, request.tenant_id.as_deref())?;
+        let entry = self
+            .visible_resources(caller)
+            .find(|e| e.resource.id == request.resource_id)
+            .ok_or(RuntimeError::NotFound("resource"))?;
+        if request.version.is_some() {
+            return Err(RuntimeError::InvalidQuery(
+                "resource versions are not kept by this runtime: omit `version`",
+            ));
+        }
+        let mime = entry
+            .resource
+            .mime_type
+            .clone()
+            .unwrap_or_else(|| "application/octet-stream".into());
+        if !request.accept.is_empty() && !accepts(&request.accept, &mime) {
+            return Err(RuntimeError::InvalidQuery(
+                "the resource is not available in an accepted media type",
+            ));
+        }
+        let content = match &entry.content {
+            ResourceContent::Inline(parts) => parts.clone(),
+            ResourceContent::File(path) => vec![file_part(path, &mime).await?],
+        };
+        let etag = aip_core::canonical::canonical_hash(
+            &serde_json::to_value(&content)
+                .map_err(|_| RuntimeError::Internal("resource content does not serialize"))?,
+        );
+        Ok(ResourceReadResult {
+            resource: entry.resource.clone(),
+            content,
+            etag: Some(etag),
+            expires_at: entry.resource.expires_at.clone(),
+        })
+    }
+}
+
+/// Whether an `accept` list admits `mime` (exact, `type/*` or `*/*`).
+fn accepts(accept: &[String], mime: &str) -> bool {
+    let major = mime.split('/').next().unwrap_or("");
+    accept
+        .iter()
+        .any(|a| a == "*/*" || a == mime || a.strip_suffix("/*").is_some_and(|m| m == major))
+}
+
+/// A file's content as one part: UTF-8 text as a text part, anything else base64 in a file part.
+async fn file_part(path: &Path, mime: &str) -> Result<MessagePart, RuntimeError> {
+    let meta = tokio::fs::metadata(path)
+        .await
+        .map_err(|_| RuntimeError::NotFound("resource"))?;
+    if meta.len() > MAX_RESOURCE_BYTES {
+        return Err(RuntimeError::InvalidQuery(
+            "the resource's file grew beyond 4 MiB since startup",
+        ));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|_| RuntimeError::NotFound("resource"))?;
+    let filename = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let textual = mime.starts_with("text/") || mime == "application/json";
+    Ok(match (textual, String::from_utf8(bytes)) {
+        (true, Ok(text)) => MessagePart::Text { text, format: None },
+        (_, Ok(text)) => binary(text.into_bytes(), mime, filename),
+        (_, Err(e)) => binary(e.into_bytes(), mime, filename),
+    })
+}
+
+fn binary(bytes: Vec<u8>, mime: &str, filename: String) -> MessagePart {
+    MessagePart::File {
+        url: None,
+        size_bytes: Some(bytes.len() as u64),
+        data: Some(base64::engine::general_purpose::STANDARD.encode(&bytes)),
+        mime_type: mime.to_owned(),
+        filename,
+    }
+}
