@@ -9,6 +9,9 @@ pub const SCOPE_ALL: &str = "*";
 pub const SCOPE_READ_TENANT: &str = "read:tenant";
 /// Reads the tenant's audit events (spec 18.3).
 pub const SCOPE_AUDIT_READ: &str = "audit:read";
+/// Exports the tenant's audit events with their receipts (spec 16.7: dedicated authority, because
+/// exported records may leave the runtime's trust boundary).
+pub const SCOPE_AUDIT_EXPORT: &str = "audit:export";
 /// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
 pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
 
@@ -132,6 +135,11 @@ impl Caller {
     /// Whether the caller reads all objects of its tenant.
     pub fn reads_whole_tenant(&self) -> bool {
         self.has(SCOPE_ALL) || self.has(SCOPE_READ_TENANT)
+    }
+
+    /// Whether the caller may export the tenant's audit events (spec 16.7).
+    pub fn may_export_audit(&self) -> bool {
+        self.has(SCOPE_ALL) || self.has(SCOPE_AUDIT_EXPORT)
     }
 
     /// Whether the caller may browse the tenant's audit events.

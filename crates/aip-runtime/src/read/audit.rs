@@ -1,6 +1,7 @@
 //! Audit browsing (spec 18.3): needs `audit:read`; scoped to the reader's tenant; filters by
-//! principal, action, session and time. Export (16.7) is a separate operation with its own authority
-//! and is not offered here.
+//! principal, action, session and time. Export (16.7, `export: true`) is a separate operation with its
+//! own authority (`audit:export`): it returns the receipt chains of the exported events' actions and
+//! is itself recorded as an audit event.
 
 use aip_core::{AuditEvent, AuditQueryRequest, AuditQueryResult, PrincipalKind};
 use aip_store::AuditQuery;
@@ -18,15 +19,16 @@ impl Runtime {
         caller: &Caller,
         request: &AuditQueryRequest,
     ) -> Result<AuditQueryResult, RuntimeError> {
-        if !caller.may_read_audit() {
+        if request.export {
+            if !caller.may_export_audit() {
+                return Err(RuntimeError::ScopeDenied(
+                    "audit export (it needs audit:export)".into(),
+                ));
+            }
+        } else if !caller.may_read_audit() {
             return Err(RuntimeError::NotFound("audit events"));
         }
         self.check_tenant(caller, request.tenant_id.as_deref())?;
-        if request.export {
-            return Err(RuntimeError::InvalidQuery(
-                "audit export is a separate operation that needs audit:export; it is not offered",
-            ));
-        }
         let limit = self.limit(request.limit)?;
         // No audit event of this runtime is about a transaction: that filter matches nothing.
         if request.transaction_id.is_some() {
@@ -74,15 +76,38 @@ impl Runtime {
         // With `include_receipts`, the chains of the actions the page's events are about, once each
         // and only those the reader may read.
         let mut receipt_chains = Vec::new();
-        if request.include_receipts {
+        if request.include_receipts || request.export {
             let mut seen = std::collections::BTreeSet::new();
             for action_id in page.items.iter().filter_map(|a| a.action_id.as_deref()) {
-                if seen.insert(action_id)
-                    && let Ok(chain) = self.receipt_chain(caller, action_id).await
-                {
-                    receipt_chains.push(chain);
+                if !seen.insert(action_id) {
+                    continue;
                 }
+                // An export carries the evidence of every exported event (its authority is the
+                // tenant's audit); browsing only the chains the reader may read anyway.
+                let chain = if request.export {
+                    Some(self.chain_of(&caller.tenant, action_id).await?)
+                } else {
+                    self.receipt_chain(caller, action_id).await.ok()
+                };
+                receipt_chains.extend(chain.filter(|c| !c.receipts.is_empty()));
             }
+        }
+        if request.export {
+            self.record_audit(
+                caller,
+                "audit.exported",
+                crate::clock::now_ms(),
+                serde_json::json!({
+                    "events": events.len(),
+                    "receipt_chains": receipt_chains.len(),
+                    "filters": {
+                        "action_id": request.action_id, "session_id": request.session_id,
+                        "principal_id": request.principal_id, "from": request.from, "to": request.to,
+                    },
+                }),
+                (None, None),
+            )
+            .await;
         }
         Ok(AuditQueryResult {
             events,
