@@ -9,6 +9,7 @@ mod abp;
 mod approvals;
 mod call;
 mod client;
+mod conformance;
 mod escalations;
 mod ops;
 mod serve;
@@ -64,6 +65,9 @@ enum Command {
     /// List sessions on a running server.
     #[command(subcommand)]
     Sessions(ops::SessionsCommand),
+    /// The conformance statement of spec 24.1 for this build and a configuration.
+    #[command(subcommand)]
+    Conformance(conformance::ConformanceCommand),
 }
 
 fn main() -> ExitCode {
@@ -88,5 +92,6 @@ fn main() -> ExitCode {
         Command::Events(args) => ops::events(args),
         Command::Manifest(args) => ops::manifest(args),
         Command::Sessions(cmd) => ops::sessions(cmd),
+        Command::Conformance(cmd) => conformance::run(cmd),
     }
 }
