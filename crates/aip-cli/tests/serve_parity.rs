@@ -32,7 +32,10 @@ impl Node {
             &config,
             format!(
                 "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:reader\"\n\n\
-                 [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n",
+                 [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n\n\
+                 [[resources]]\nid = \"res:notes\"\nname = \"Notes\"\nkind = \"doc\"\ntenant_id = \"default\"\ntext = \"hello\"\n\n\
+                 [[resources]]\nid = \"res:foreign\"\nname = \"Foreign\"\nkind = \"doc\"\ntenant_id = \"other\"\naccess = {{ public = true }}\ntext = \"not yours\"\n\n\
+                 [[resources]]\nid = \"res:old\"\nname = \"Old\"\nkind = \"doc\"\naccess = {{ public = true }}\nexpires_at = \"2020-01-01T00:00:00Z\"\ntext = \"gone\"\n",
                 token_path.display()
             ),
         )
@@ -293,6 +296,34 @@ fn table(session: &str, echo: &str, stream: &str, receipt: &str, approval: &str)
             "session_list",
         ),
         read(
+            "resources: another tenant's and expired ones are not even counted",
+            "aip.resource.v1.resource_list_request",
+            json!({ "resource_list_request": { "kind": "doc" } }),
+            "/aip/v1/resources?kind=doc".into(),
+            "resource_list",
+        ),
+        read(
+            "a visible resource",
+            "aip.resource.v1.resource_read_request",
+            json!({ "resource_read_request": { "resource_id": "res:notes" } }),
+            "/aip/v1/resources/res:notes".into(),
+            "resource_read_result",
+        ),
+        read(
+            "another tenant's resource reads like a missing one",
+            "aip.resource.v1.resource_read_request",
+            json!({ "resource_read_request": { "resource_id": "res:foreign" } }),
+            "/aip/v1/resources/res:foreign".into(),
+            "error",
+        ),
+        read(
+            "an expired resource reads like a missing one",
+            "aip.resource.v1.resource_read_request",
+            json!({ "resource_read_request": { "resource_id": "res:old" } }),
+            "/aip/v1/resources/res:old".into(),
+            "error",
+        ),
+        read(
             "approval with its action's status",
             "aip.policy.v1.approval_query_request",
             json!({ "approval_query_request": { "approval_id": approval, "include_action_status": true } }),
@@ -352,6 +383,18 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         assert_eq!(over_ws, rest, "{name}: WebSocket vs REST");
         assert_eq!(over_nats, rest, "{name}: NATS vs REST");
     }
+    // What the resource rows compared: only the visible resource, the others 404 like missing ones.
+    let (_, list) = http.get("/aip/v1/resources").await;
+    let ids: Vec<&str> = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["res:notes"], "{list}");
+    let (_, foreign) = http.get("/aip/v1/resources/res:foreign").await;
+    let (_, missing) = http.get("/aip/v1/resources/res:missing").await;
+    assert_eq!(foreign, missing);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
