@@ -121,11 +121,22 @@ impl CapabilitySchema {
             .take(self.max_violations)
             .map(|e| SchemaViolation {
                 pointer: e.instance_path().to_string(),
-                message: e.to_string(),
+                message: value_free(&e.schema_path().to_string()),
             })
             .collect();
         if v.is_empty() { Ok(()) } else { Err(v) }
     }
+}
+
+/// A violation described by the schema keyword it broke, never by the instance value: inputs may
+/// carry secrets, and errors travel to clients and into logs.
+fn value_free(schema_path: &str) -> String {
+    let keyword = schema_path.rsplit('/').find(|s| !s.is_empty() && s.parse::<usize>().is_err());
+    format!(
+        "does not satisfy `{}` (schema {})",
+        keyword.unwrap_or("schema"),
+        if schema_path.is_empty() { "/" } else { schema_path }
+    )
 }
 
 fn check_bounds(schema: &Value, bounds: &SchemaBounds) -> Result<(), SchemaError> {
@@ -170,8 +181,11 @@ mod tests {
             json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
         let c = CapabilitySchema::compile_input(&s, &SchemaBounds::default()).unwrap();
         assert!(c.is_valid(&json!({"n": 1})));
-        let e = c.validate(&json!({"n": "x"})).unwrap_err();
+        let e = c.validate(&json!({"n": "secret-value"})).unwrap_err();
         assert_eq!(e[0].pointer, "/n");
+        // The message names the keyword, never the value (inputs may carry secrets).
+        assert_eq!(e[0].message, "does not satisfy `type` (schema /properties/n/type)");
+        assert!(!e[0].message.contains("secret-value"));
     }
 
     #[test]
