@@ -131,11 +131,17 @@ impl CapabilitySchema {
 /// A violation described by the schema keyword it broke, never by the instance value: inputs may
 /// carry secrets, and errors travel to clients and into logs.
 fn value_free(schema_path: &str) -> String {
-    let keyword = schema_path.rsplit('/').find(|s| !s.is_empty() && s.parse::<usize>().is_err());
+    let keyword = schema_path
+        .rsplit('/')
+        .find(|s| !s.is_empty() && s.parse::<usize>().is_err());
     format!(
         "does not satisfy `{}` (schema {})",
         keyword.unwrap_or("schema"),
-        if schema_path.is_empty() { "/" } else { schema_path }
+        if schema_path.is_empty() {
+            "/"
+        } else {
+            schema_path
+        }
     )
 }
 
@@ -184,7 +190,10 @@ mod tests {
         let e = c.validate(&json!({"n": "secret-value"})).unwrap_err();
         assert_eq!(e[0].pointer, "/n");
         // The message names the keyword, never the value (inputs may carry secrets).
-        assert_eq!(e[0].message, "does not satisfy `type` (schema /properties/n/type)");
+        assert_eq!(
+            e[0].message,
+            "does not satisfy `type` (schema /properties/n/type)"
+        );
         assert!(!e[0].message.contains("secret-value"));
     }
 
