@@ -16,15 +16,8 @@ mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-
-struct Figures {
-    rate: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-}
 
 fn main() {
     if !common::benchmarking("approval_load") {
@@ -66,7 +59,7 @@ fn main() {
     for concurrency in levels {
         let sync = {
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
-            rt.block_on(measure(requests, concurrency, move |_| {
+            rt.block_on(common::measure(requests, concurrency, move |_| {
                 let (http, base, token) = (http.clone(), base.clone(), token.clone());
                 async move { sync_action(&http, &base, &token).await }
             }))
@@ -78,7 +71,7 @@ fn main() {
                 node.token.clone(),
                 approver.clone(),
             );
-            rt.block_on(measure(requests, concurrency, move |_| {
+            rt.block_on(common::measure(requests, concurrency, move |_| {
                 let (http, base, token, approver) =
                     (http.clone(), base.clone(), token.clone(), approver.clone());
                 async move { approval_flow(&http, &base, &token, &approver).await }
@@ -98,48 +91,6 @@ fn main() {
     println!("load average (1 min) after: {}", common::load_average());
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Runs `WARMUP` sequential operations, then `requests` with `in_flight` workers.
-async fn measure<F, Fut>(requests: usize, in_flight: usize, op: F) -> Figures
-where
-    F: Fn(usize) -> Fut + Clone + Send + 'static,
-    Fut: std::future::Future<Output = ()> + Send,
-{
-    for i in 0..common::WARMUP {
-        op(i).await;
-    }
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..in_flight {
-        let (op, next) = (op.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= requests {
-                    break latencies;
-                }
-                let t = Instant::now();
-                op(i).await;
-                latencies.push(t.elapsed());
-            }
-        }));
-    }
-    let mut all: Vec<Duration> = Vec::with_capacity(requests);
-    for task in tasks {
-        all.extend(task.await.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    let pct =
-        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
-    Figures {
-        rate: all.len() as f64 / elapsed,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-    }
 }
 
 fn fresh(prefix: &str) -> String {

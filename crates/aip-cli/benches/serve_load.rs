@@ -19,12 +19,11 @@
 
 mod common;
 
-use common::WARMUP;
+use common::{Figures, WARMUP};
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -33,23 +32,6 @@ use serde_json::{Value, json};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 const LEVELS: &str = "1,16,64";
-
-struct Figures {
-    rate: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-}
-
-/// Three table cells: rate, p50, p99.
-impl std::fmt::Display for Figures {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:.0} | {:.2} | {:.2}",
-            self.rate, self.p50_ms, self.p99_ms
-        )
-    }
-}
 
 fn main() {
     if !common::benchmarking("serve_load") {
@@ -111,45 +93,12 @@ async fn run_level(
     concurrency: usize,
     requests: usize,
 ) -> Figures {
-    for i in 0..WARMUP {
-        send(client, url, token, i).await;
-    }
-    let next = Arc::new(AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..concurrency {
-        let (client, url, token, next) = (
-            client.clone(),
-            url.to_owned(),
-            token.map(str::to_owned),
-            next.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= requests {
-                    break latencies;
-                }
-                let t = Instant::now();
-                send(&client, &url, token.as_deref(), WARMUP + i).await;
-                latencies.push(t.elapsed());
-            }
-        }));
-    }
-    let mut all: Vec<Duration> = Vec::with_capacity(requests);
-    for task in tasks {
-        all.extend(task.await.unwrap());
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    let pct =
-        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
-    Figures {
-        rate: all.len() as f64 / elapsed,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-    }
+    let (client, url, token) = (client.clone(), url.to_owned(), token.map(str::to_owned));
+    common::measure(requests, concurrency, move |n| {
+        let (client, url, token) = (client.clone(), url.clone(), token.clone());
+        async move { send(&client, &url, token.as_deref(), n).await }
+    })
+    .await
 }
 
 async fn send(client: &reqwest::Client, url: &str, token: Option<&str>, n: usize) {

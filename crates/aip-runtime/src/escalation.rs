@@ -23,6 +23,7 @@ use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::read::views;
+use crate::read::views::corrupt;
 use crate::reply::Reply;
 use crate::runtime::Runtime;
 use crate::worker::JobKind;
@@ -123,10 +124,6 @@ fn allowed(escalation: &Escalation) -> Vec<EscalationDecision> {
     } else {
         escalation.allowed_decisions.clone()
     }
-}
-
-fn corrupt(what: String) -> RuntimeError {
-    RuntimeError::Storage(StoreError::Corrupt(what))
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Value, RuntimeError> {

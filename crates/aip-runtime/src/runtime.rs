@@ -179,6 +179,39 @@ impl Runtime {
         &self.action_waiters
     }
 
+    /// Commits an action transition; this node's bounded waits on that action then re-read it.
+    pub(crate) async fn transition_action(
+        &self,
+        transition: aip_store::Transition,
+    ) -> aip_store::StoreResult<aip_store::ActionRecord> {
+        let moved = self.store().transition_action(transition).await?;
+        self.action_waiters.wake(&moved.tenant, &moved.action_id);
+        Ok(moved)
+    }
+
+    /// Commits an approval write; when it moved the governed action, that action's waits re-read
+    /// it, and when it queued a job, a worker wakes for it.
+    pub(crate) async fn write_approval(
+        &self,
+        write: aip_store::ApprovalWrite,
+    ) -> aip_store::StoreResult<aip_store::ApprovalWritten> {
+        let moved = write
+            .action
+            .as_ref()
+            .map(|t| (t.tenant.clone(), t.action_id.clone()));
+        let queued = write.job.is_some();
+        let written = self.store().write_approval(write).await?;
+        if matches!(written, aip_store::ApprovalWritten::Written(_)) {
+            if let Some((tenant, action_id)) = moved {
+                self.action_waiters.wake(&tenant, &action_id);
+            }
+            if queued {
+                self.notify_work();
+            }
+        }
+        Ok(written)
+    }
+
     pub(crate) fn work_ready(&self) -> &Notify {
         &self.work_ready
     }

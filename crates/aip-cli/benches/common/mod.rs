@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -157,4 +157,65 @@ pub fn load_average() -> String {
         .ok()
         .and_then(|s| s.split_whitespace().next().map(str::to_owned))
         .unwrap_or_else(|| "?".into())
+}
+
+/// Rate and latency of one measured level.
+pub struct Figures {
+    pub rate: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+/// Three table cells: rate, p50, p99.
+impl std::fmt::Display for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:.0} | {:.2} | {:.2}",
+            self.rate, self.p50_ms, self.p99_ms
+        )
+    }
+}
+
+/// Runs `WARMUP` sequential operations (`op(0..WARMUP)`), then `requests` more (`op(WARMUP + i)`)
+/// with `in_flight` workers, recording each one's latency.
+pub async fn measure<F, Fut>(requests: usize, in_flight: usize, op: F) -> Figures
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    for i in 0..WARMUP {
+        op(i).await;
+    }
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..in_flight {
+        let (op, next) = (op.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= requests {
+                    break latencies;
+                }
+                let t = Instant::now();
+                op(WARMUP + i).await;
+                latencies.push(t.elapsed());
+            }
+        }));
+    }
+    let mut all: Vec<Duration> = Vec::with_capacity(requests);
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort();
+    let pct =
+        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
+    Figures {
+        rate: all.len() as f64 / elapsed,
+        p50_ms: pct(0.50),
+        p99_ms: pct(0.99),
+    }
 }

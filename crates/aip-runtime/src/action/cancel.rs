@@ -88,8 +88,8 @@ impl Runtime {
                 finish_job: false,
                 now_ms: now,
             };
-            match self.store().transition_action(transition).await {
-                Ok(moved) => self.action_waiters().wake(&moved.tenant, &moved.action_id),
+            match self.transition_action(transition).await {
+                Ok(_) => {}
                 Err(StoreError::Terminal { state }) => return Err(RuntimeError::Terminal(state)),
                 Err(StoreError::StateConflict { actual }) if actual == "cancelling" => {}
                 Err(StoreError::StateConflict { actual }) => {

@@ -201,9 +201,7 @@ impl Runtime {
             finish_job: fence.is_some(),
             now_ms: now,
         };
-        self.store().transition_action(transition).await?;
-        self.action_waiters()
-            .wake(&record.tenant, &record.action_id);
+        self.transition_action(transition).await?;
         metrics::counter!("aip_actions_finished_total", "state" => state.as_str()).increment(1);
         Ok(result)
     }

@@ -193,7 +193,7 @@ impl Runtime {
                         finish_job: false,
                         now_ms: now,
                     };
-                    match self.store().transition_action(transition).await {
+                    match self.transition_action(transition).await {
                         Ok(r) => r,
                         // Cancelled between claim and start: the next claim settles it.
                         Err(StoreError::StateConflict { .. }) => {

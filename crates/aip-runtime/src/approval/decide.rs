@@ -20,6 +20,7 @@ use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::{ApprovalError, RuntimeError};
 use crate::events::action_event;
+use crate::read::views::corrupt;
 use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 
@@ -63,11 +64,8 @@ impl Runtime {
             let write = self
                 .verified_write(caller, decision, &decision_id, &record, &decisions)
                 .await?;
-            match self.store().write_approval(write).await {
+            match self.write_approval(write).await {
                 Ok(ApprovalWritten::Written(_)) => {
-                    self.notify_work();
-                    self.action_waiters()
-                        .wake(&record.tenant, &record.action_id);
                     let fresh = self.visible_approval(caller, &record.approval_id).await?;
                     return self
                         .approval_view(caller, &fresh, false, false, false)
@@ -228,9 +226,11 @@ impl Runtime {
                 let ended = self
                     .end_transition(
                         &action,
-                        record,
-                        (ReceiptType::ApprovalDenied, ErrorCode::ApprovalDenied),
-                        "the approval was denied; the action did not run",
+                        Ending::before_dispatch(
+                            record,
+                            (ReceiptType::ApprovalDenied, ErrorCode::ApprovalDenied),
+                            "the approval was denied; the action did not run",
+                        ),
                         now,
                     )
                     .await?;
@@ -245,9 +245,11 @@ impl Runtime {
                 let ended = self
                     .end_transition(
                         &action,
-                        record,
-                        (ReceiptType::ApprovalRevoked, ErrorCode::ApprovalRevoked),
-                        "the approval was revoked before the action ran",
+                        Ending::before_dispatch(
+                            record,
+                            (ReceiptType::ApprovalRevoked, ErrorCode::ApprovalRevoked),
+                            "the approval was revoked before the action ran",
+                        ),
                         now,
                     )
                     .await?;
@@ -298,47 +300,47 @@ impl Runtime {
         })
     }
 
-    /// The governed action ended without dispatch (denied or revoked).
-    async fn end_transition(
+    /// The governed action ended without dispatch (denied, revoked or expired): the approval's
+    /// receipt and event, the failed result, the action's final state.
+    pub(crate) async fn end_transition(
         &self,
         action: &ActionRecord,
-        record: &ApprovalRecord,
-        (receipt, code): (ReceiptType, ErrorCode),
-        message: &str,
+        end: Ending<'_>,
         now: i64,
     ) -> Result<Transition, RuntimeError> {
         let agent = &self.config().agent;
         let mut chain = ChainWriter::resume(action, self.store()).await?;
-        chain.push(
-            receipt,
-            agent,
-            json!({ "approval_id": record.approval_id }),
-            now,
-        );
+        chain.push(end.receipt, agent, end.receipt_data.clone(), now);
         chain.push(
             ReceiptType::ResultReturned,
             agent,
             json!({ "status": "failed", "dispatched": false }),
             now,
         );
-        let mut failed: ActionResult = result::failed_with(&action.action_id, code, message);
+        let mut failed: ActionResult =
+            result::failed_with(&action.action_id, end.code, end.message);
         failed.receipt = chain.last_ref();
-        let outcome = receipt.as_str().trim_start_matches("approval_");
+        let outcome = end.receipt.as_str().trim_start_matches("approval_");
+        let approval_id = end
+            .receipt_data
+            .get("approval_id")
+            .cloned()
+            .unwrap_or(Value::Null);
         Ok(Transition {
             tenant: action.tenant.clone(),
             action_id: action.action_id.clone(),
-            from: vec![ActionState::PendingApproval, ActionState::Queued],
-            to: ActionState::Failed,
+            from: end.from,
+            to: end.to,
             result: Some(serde_json::to_value(&failed).map_err(|e| corrupt(e.to_string()))?),
             events: vec![
                 action_event(
                     &format!("aip.approval.{outcome}"),
                     action,
-                    json!({ "approval_id": record.approval_id }),
+                    json!({ "approval_id": approval_id }),
                     now,
                 ),
                 action_event(
-                    "aip.action.failed",
+                    &format!("aip.action.{}", end.to.as_str()),
                     action,
                     json!({ "status": "failed" }),
                     now,
@@ -349,6 +351,35 @@ impl Runtime {
             finish_job: false,
             now_ms: now,
         })
+    }
+}
+
+/// How an approval ends its governed action without dispatch.
+pub(crate) struct Ending<'a> {
+    pub(crate) receipt: ReceiptType,
+    /// Data of the approval's receipt (it names the approval).
+    pub(crate) receipt_data: Value,
+    pub(crate) code: ErrorCode,
+    pub(crate) message: &'a str,
+    pub(crate) from: Vec<ActionState>,
+    pub(crate) to: ActionState,
+}
+
+impl<'a> Ending<'a> {
+    /// A decision (deny, revoke) ends the action, waiting or granted-but-queued, as failed.
+    fn before_dispatch(
+        record: &ApprovalRecord,
+        (receipt, code): (ReceiptType, ErrorCode),
+        message: &'a str,
+    ) -> Self {
+        Ending {
+            receipt,
+            receipt_data: json!({ "approval_id": record.approval_id }),
+            code,
+            message,
+            from: vec![ActionState::PendingApproval, ActionState::Queued],
+            to: ActionState::Failed,
+        }
     }
 }
 
@@ -458,10 +489,6 @@ fn derived_decision_id(decision: &ApprovalDecision) -> String {
     format!("dec_{}", &digest[..32])
 }
 
-fn corrupt(what: String) -> RuntimeError {
-    RuntimeError::Storage(StoreError::Corrupt(what))
-}
-
 impl Runtime {
     /// Cancels an action still waiting for its approval: the runtime owns it (nothing was
     /// dispatched), so the approval closes as `cancelled` and the action ends `cancelled` in one
@@ -512,23 +539,20 @@ impl Runtime {
             finish_job: false,
             now_ms: now,
         };
-        self.store()
-            .write_approval(ApprovalWrite {
-                tenant: record.tenant.clone(),
-                approval_id: record.approval_id.clone(),
-                expected_version: record.version,
-                decision: None,
-                to: Some(ApprovalState::Cancelled),
-                action: Some(transition),
-                job: None,
-                receipts: Vec::new(),
-                events: Vec::new(),
-                finish_job: None,
-                now_ms: now,
-            })
-            .await?;
-        self.action_waiters()
-            .wake(&record.tenant, &record.action_id);
+        self.write_approval(ApprovalWrite {
+            tenant: record.tenant.clone(),
+            approval_id: record.approval_id.clone(),
+            expected_version: record.version,
+            decision: None,
+            to: Some(ApprovalState::Cancelled),
+            action: Some(transition),
+            job: None,
+            receipts: Vec::new(),
+            events: Vec::new(),
+            finish_job: None,
+            now_ms: now,
+        })
+        .await?;
         Ok(())
     }
 }

@@ -7,18 +7,14 @@ use std::sync::Arc;
 use aip_core::{ErrorCode, ReceiptType};
 use aip_store::{
     ActionState, ApprovalState, ApprovalWrite, Lease, NewApproval, NewDecision, NewJob, StoreError,
-    Transition,
 };
 use async_trait::async_trait;
 use serde_json::json;
 
-use crate::action::result;
 use crate::approval::APPROVAL_QUEUE;
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::events::action_event;
-use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 use crate::worker::JobKind;
 
@@ -109,53 +105,20 @@ impl Runtime {
                 )))
             })?;
         let agent = &self.config().agent;
-        let mut chain = ChainWriter::resume(&action, self.store()).await?;
-        chain.push(
-            ReceiptType::ApprovalExpired,
-            agent,
-            json!({ "approval_id": approval_id, "expires_at_ms": record.expires_at_ms }),
-            now,
-        );
-        chain.push(
-            ReceiptType::ResultReturned,
-            agent,
-            json!({ "status": "failed", "dispatched": false }),
-            now,
-        );
-        let mut failed = result::failed_with(
-            &action.action_id,
-            ErrorCode::ApprovalExpired,
-            "the approval expired before it was granted; the action did not run",
-        );
-        failed.receipt = chain.last_ref();
-        let transition = Transition {
-            tenant: action.tenant.clone(),
-            action_id: action.action_id.clone(),
-            from: vec![ActionState::PendingApproval],
-            to: ActionState::Expired,
-            result: Some(
-                serde_json::to_value(&failed)
-                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?,
-            ),
-            events: vec![
-                action_event(
-                    "aip.approval.expired",
-                    &action,
-                    json!({ "approval_id": approval_id }),
-                    now,
-                ),
-                action_event(
-                    "aip.action.expired",
-                    &action,
-                    json!({ "status": "failed" }),
-                    now,
-                ),
-            ],
-            receipts: chain.take(),
-            fence: None,
-            finish_job: false,
-            now_ms: now,
-        };
+        let transition = self
+            .end_transition(
+                &action,
+                crate::approval::decide::Ending {
+                    receipt: ReceiptType::ApprovalExpired,
+                    receipt_data: json!({ "approval_id": approval_id, "expires_at_ms": record.expires_at_ms }),
+                    code: ErrorCode::ApprovalExpired,
+                    message: "the approval expired before it was granted; the action did not run",
+                    from: vec![ActionState::PendingApproval],
+                    to: ActionState::Expired,
+                },
+                now,
+            )
+            .await?;
         let write = ApprovalWrite {
             tenant: record.tenant.clone(),
             approval_id: record.approval_id.clone(),
@@ -175,10 +138,8 @@ impl Runtime {
             finish_job: Some(fence.clone()),
             now_ms: now,
         };
-        match self.store().write_approval(write).await {
+        match self.write_approval(write).await {
             Ok(_) => {
-                self.action_waiters()
-                    .wake(&record.tenant, &record.action_id);
                 metrics::counter!("aip_approvals_expired_total").increment(1);
                 Ok(())
             }
