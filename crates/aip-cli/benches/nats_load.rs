@@ -261,6 +261,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
                 lease_ms: 30_000,
             }),
             approval: None,
+            transaction: None,
         })
         .await
         .unwrap();

@@ -168,6 +168,28 @@ error_codes! {
     OutputSchemaViolation = "aip.action.output_schema_violation", Connector;
     /// The action's job ran out of attempts (spec 11.5 `dead_lettered`).
     DeadLettered = "aip.action.dead_lettered", Temporary;
+    // ---- transactions (spec 13) ----
+    /// The capability does not accept this transaction mode (its contract's `supported_modes`), or
+    /// the mode is not one a request may carry.
+    TransactionModeUnsupported = "aip.transaction.mode_unsupported", Permanent;
+    /// The transaction id belongs to another capability or principal, or the transaction's state
+    /// does not allow this step.
+    TransactionConflict = "aip.transaction.conflict", Permanent;
+    /// The plan's expiry passed: it can no longer be committed (spec 13.4).
+    PlanExpired = "aip.transaction.plan_expired", Permanent;
+    /// The commit no longer matches its plan: capability, input, identity, policy, approval or
+    /// transaction context changed (spec 13.4).
+    PlanMismatch = "aip.transaction.plan_mismatch", Permanent;
+    /// The plan is owned by another commit, or already terminal (spec 13.4).
+    PlanClaimed = "aip.transaction.plan_claimed", Permanent;
+    /// The operation declares that it cannot be rolled back or compensated (spec 13.7).
+    RollbackNotSupported = "aip.transaction.rollback_not_supported", Permanent;
+    /// The target is not a committed operation this capability may compensate (spec 13.7).
+    NotCompensable = "aip.transaction.not_compensable", Permanent;
+    /// The transaction has no unknown outcome to reconcile, or a reconciliation is running (13.6).
+    NotReconcilable = "aip.transaction.not_reconcilable", Permanent;
+    /// The worker's lease was superseded before the provider committed: nothing was committed.
+    LeaseLost = "aip.runtime.lease_lost", Temporary;
     // ---- idempotency (spec 9.5) ----
     /// The capability requires an idempotency key.
     IdempotencyKeyRequired = "aip.idempotency.key_required", Permanent;
@@ -247,6 +269,10 @@ error_codes! {
     DemoDuplicateBooking = "aip.demo.duplicate_booking", Permanent;
     /// `cap:demo:transfer` already recorded a transfer for this action (a second dispatch).
     DemoDuplicateTransfer = "aip.demo.duplicate_transfer", Permanent;
+    /// `cap:demo:payment`'s account balance does not cover the payment.
+    DemoInsufficientFunds = "aip.demo.insufficient_funds", Permanent;
+    /// `cap:demo:refund` found no payment to refund, or it was refunded already.
+    DemoNothingToRefund = "aip.demo.nothing_to_refund", Permanent;
     /// The demo capabilities' store is unavailable.
     DemoStoreUnavailable = "aip.demo.store_unavailable", Temporary;
 }

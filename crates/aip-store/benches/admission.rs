@@ -82,6 +82,7 @@ fn admission(run: &str) -> Admission {
         job: None,
         lease: None,
         approval: None,
+        transaction: None,
     }
 }
 

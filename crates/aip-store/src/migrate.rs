@@ -64,6 +64,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "escalations",
         sql: include_str!("../migrations/sqlite/0007_escalations.sql"),
     },
+    Migration {
+        version: 8,
+        name: "transactions",
+        sql: include_str!("../migrations/sqlite/0008_transactions.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -92,6 +97,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 5,
         name: "escalations",
         sql: include_str!("../migrations/postgres/0005_escalations.sql"),
+    },
+    Migration {
+        version: 6,
+        name: "transactions",
+        sql: include_str!("../migrations/postgres/0006_transactions.sql"),
     },
 ];
 

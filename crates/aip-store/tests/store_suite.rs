@@ -86,6 +86,10 @@ suite!(
     an_escalation_is_stored_once_per_tenant_id_with_its_timer,
     an_escalation_is_resolved_once_and_a_stale_or_second_resolution_is_refused,
     escalation_lists_are_scoped_to_their_reader_and_filters,
+    a_plan_is_stored_with_its_action_and_found_by_id_plan_and_action,
+    concurrent_commits_of_one_plan_admit_exactly_one,
+    a_transaction_id_is_created_once_and_a_stale_version_is_refused,
+    a_fenced_record_is_written_only_under_a_live_lease,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -303,6 +307,7 @@ mod cases {
             job: None,
             lease: None,
             approval: None,
+            transaction: None,
         }
     }
 
@@ -2675,6 +2680,8 @@ mod cases {
 
     mod governance;
     pub use governance::*;
+    mod transaction;
+    pub use transaction::*;
 }
 
 /// The schema before action ids became tenant-scoped (`migrations`, as the bookkeeping table

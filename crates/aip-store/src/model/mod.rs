@@ -39,7 +39,9 @@ macro_rules! string_enum {
 }
 
 mod governance;
+mod transaction;
 pub use governance::*;
+pub use transaction::*;
 
 string_enum!(
     /// Operational action state (spec 11.5).
@@ -610,6 +612,9 @@ pub struct Admission {
     /// The approval workflow the action waits for (spec 12.2), created with it; the action is
     /// admitted `pending_approval` and `job` is then the approval's expiry timer.
     pub approval: Option<NewApproval>,
+    /// The transaction the action creates, claims or joins (spec 13), linked in the same
+    /// transaction; a lost compare-and-set refuses the whole admission.
+    pub transaction: Option<TransactionLink>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

@@ -130,6 +130,10 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                     }
                     super::approval::tx_insert_approval(&mut *tx, approval).await?;
                 }
+                if let Some(link) = &a.transaction {
+                    super::transaction::tx_link(&mut *tx, &act.tenant, &act.action_id, link, now)
+                        .await?;
+                }
                 receipt::tx_append_receipts(&mut *tx, &a.receipts).await?;
                 let mut lease = None;
                 if let Some(job) = &a.job {

@@ -22,6 +22,7 @@ mod record;
 mod replay;
 mod session;
 mod setup;
+mod transaction;
 
 use std::borrow::Cow;
 

@@ -2,32 +2,53 @@
 
 use async_trait::async_trait;
 
-use super::{Dialect, SqlStore, to_u64};
-use crate::db::{Json, Row, query};
+use super::{Dialect, SqlStore, job, to_u64};
+use crate::db::{Json, Row, Tx, query};
 use crate::error::StoreResult;
-use crate::model::{AppRecord, Limit};
+use crate::model::{AppRecord, Fence, Limit};
 use crate::traits::RecordStore;
 
 #[async_trait]
 impl<D: Dialect> RecordStore for SqlStore<D> {
     async fn insert_record(&self, r: AppRecord) -> StoreResult<()> {
         self.write(false, move |tx| {
+            Box::pin(async move { tx_insert(tx, &r).await })
+        })
+        .await
+    }
+
+    async fn insert_record_fenced(
+        &self,
+        r: AppRecord,
+        fence: &Fence,
+        now_ms: i64,
+    ) -> StoreResult<()> {
+        let fence = fence.clone();
+        self.write(false, move |tx| {
             Box::pin(async move {
-                query(
-                    "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(&r.collection)
-                .bind(&r.record_id)
-                .bind(&r.tenant)
-                .bind(r.created_at_ms)
-                .bind(Json(&r.body))
-                .execute(&mut *tx)
-                .await
-                .map_err(|e| e.or_duplicate("record"))?;
-                Ok(())
+                job::tx_check_fence::<D>(&mut *tx, &fence, now_ms).await?;
+                tx_insert(tx, &r).await
             })
         })
         .await
+    }
+
+    async fn get_record(
+        &self,
+        collection: &str,
+        tenant: &str,
+        record_id: &str,
+    ) -> StoreResult<Option<AppRecord>> {
+        let row = query(
+            "SELECT collection, record_id, tenant, created_at_ms, body FROM aip_records \
+             WHERE collection = $1 AND tenant = $2 AND record_id = $3",
+        )
+        .bind(collection)
+        .bind(tenant)
+        .bind(record_id)
+        .fetch_optional(self.reader())
+        .await?;
+        row.as_ref().map(app_record).transpose()
     }
 
     async fn list_records(
@@ -57,6 +78,21 @@ impl<D: Dialect> RecordStore for SqlStore<D> {
                 .await?;
         to_u64(row.try_get("n")?, "record count")
     }
+}
+
+async fn tx_insert(tx: &mut dyn Tx, r: &AppRecord) -> StoreResult<()> {
+    query(
+        "INSERT INTO aip_records (collection, record_id, tenant, created_at_ms, body) VALUES ($1, $2, $3, $4, $5)",
+    )
+    .bind(&r.collection)
+    .bind(&r.record_id)
+    .bind(&r.tenant)
+    .bind(r.created_at_ms)
+    .bind(Json(&r.body))
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| e.or_duplicate("record"))?;
+    Ok(())
 }
 
 fn app_record(r: &Row) -> StoreResult<AppRecord> {

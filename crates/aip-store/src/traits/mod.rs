@@ -1,7 +1,7 @@
 //! The storage traits the runtime talks to, one per aggregate: no SQL crosses them.
 //!
 //! Each aggregate (actions, approvals, escalations, jobs, events, sessions, receipts, replay claims, application records,
-//! housekeeping) has its own trait in its own file, so a feature adds a trait and a file here (and
+//! housekeeping, transactions) has its own trait in its own file, so a feature adds a trait and a file here (and
 //! its line in [`Store`]) without touching the others. [`Store`] is all of them together; the
 //! runtime holds it as `Arc<dyn Store>`, on which every method resolves through the supertraits.
 //! On a concrete store the method's trait must be in scope: `use aip_store::prelude::*;`.
@@ -20,6 +20,7 @@ mod receipt;
 mod record;
 mod replay;
 mod session;
+mod transaction;
 
 pub use action::ActionStore;
 pub use approval::ApprovalStore;
@@ -31,6 +32,7 @@ pub use receipt::ReceiptStore;
 pub use record::RecordStore;
 pub use replay::ReplayStore;
 pub use session::SessionStore;
+pub use transaction::TransactionStore;
 
 /// Durable state of an AIP runtime: every aggregate's trait. Hold it as `Arc<dyn Store>`; anything
 /// implementing all the aggregate traits is a `Store`.
@@ -45,6 +47,7 @@ pub trait Store:
     + ReplayStore
     + RecordStore
     + HousekeepingStore
+    + TransactionStore
 {
 }
 
@@ -59,5 +62,6 @@ impl<T> Store for T where
         + ReplayStore
         + RecordStore
         + HousekeepingStore
+        + TransactionStore
 {
 }

@@ -13,6 +13,24 @@ pub trait RecordStore: Send + Sync + 'static {
     /// [`crate::StoreError::Duplicate`].
     async fn insert_record(&self, record: AppRecord) -> StoreResult<()>;
 
+    /// [`RecordStore::insert_record`] only while `fence` still owns an unexpired lease at `now_ms`,
+    /// checked in the same transaction: a provider effect written this way can never be made by a
+    /// worker whose lease was superseded ([`crate::StoreError::StaleLease`], nothing written).
+    async fn insert_record_fenced(
+        &self,
+        record: AppRecord,
+        fence: &Fence,
+        now_ms: i64,
+    ) -> StoreResult<()>;
+
+    /// One of a tenant's records by id.
+    async fn get_record(
+        &self,
+        collection: &str,
+        tenant: &str,
+        record_id: &str,
+    ) -> StoreResult<Option<AppRecord>>;
+
     /// A tenant's records of a collection, oldest first.
     async fn list_records(
         &self,
