@@ -49,6 +49,8 @@ pub const SERVED: &[MessageType] = &[
     MessageType::EscalationResolution,
     MessageType::ResourceListRequest,
     MessageType::ResourceReadRequest,
+    MessageType::TransactionRequest,
+    MessageType::TransactionQueryRequest,
 ];
 
 impl Runtime {
@@ -184,6 +186,11 @@ impl Runtime {
             B::ResourceReadRequest(b) => Reply::done(
                 request,
                 B::ResourceReadResult(self.read_resource(caller, b).await?),
+            ),
+            B::TransactionRequest(b) => self.serve_transaction_request(caller, request, b).await?,
+            B::TransactionQueryRequest(b) => Reply::done(
+                request,
+                B::TransactionView(self.read_transaction(caller, b).await?),
             ),
             B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
             B::EscalationResolution(b) => {

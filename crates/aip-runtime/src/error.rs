@@ -112,6 +112,55 @@ pub enum RuntimeError {
     /// The resolution is not allowed (not an allowed decision, or not this principal's).
     #[error("resolution not allowed: {0}")]
     ResolutionNotAllowed(&'static str),
+    /// A transaction step was refused (spec 13).
+    #[error(transparent)]
+    Transaction(#[from] TransactionError),
+}
+
+/// Why a transaction step was refused (spec 13); nothing was admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransactionError {
+    /// The capability does not accept this transaction mode.
+    #[error("transaction mode not supported: {0}")]
+    ModeUnsupported(String),
+    /// The transaction id is another's, or its state does not allow this step.
+    #[error("transaction conflict: {0}")]
+    Conflict(String),
+    /// The plan expired.
+    #[error("the plan has expired")]
+    PlanExpired,
+    /// The commit no longer matches its plan.
+    #[error("{0}")]
+    PlanMismatch(String),
+    /// Another commit owns the plan, or it is terminal.
+    #[error("the plan cannot be committed: {0}")]
+    PlanClaimed(String),
+    /// The committed operation declares it cannot be rolled back.
+    #[error("the operation does not support rollback or compensation")]
+    RollbackNotSupported,
+    /// The target cannot be compensated by this capability.
+    #[error("not compensable: {0}")]
+    NotCompensable(&'static str),
+    /// Nothing to reconcile.
+    #[error("not reconcilable: {0}")]
+    NotReconcilable(String),
+}
+
+impl TransactionError {
+    /// The wire code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            TransactionError::ModeUnsupported(_) => ErrorCode::TransactionModeUnsupported,
+            TransactionError::Conflict(_) => ErrorCode::TransactionConflict,
+            TransactionError::PlanExpired => ErrorCode::PlanExpired,
+            TransactionError::PlanMismatch(_) => ErrorCode::PlanMismatch,
+            TransactionError::PlanClaimed(_) => ErrorCode::PlanClaimed,
+            TransactionError::RollbackNotSupported => ErrorCode::RollbackNotSupported,
+            TransactionError::NotCompensable(_) => ErrorCode::NotCompensable,
+            TransactionError::NotReconcilable(_) => ErrorCode::NotReconcilable,
+        }
+    }
 }
 
 /// Why an approval decision was refused (spec 12.4); nothing was recorded.
@@ -216,6 +265,7 @@ impl RuntimeError {
             RuntimeError::EscalationConflict => ErrorCode::EscalationConflict,
             RuntimeError::EscalationClosed(_) => ErrorCode::EscalationClosed,
             RuntimeError::ResolutionNotAllowed(_) => ErrorCode::ResolutionNotAllowed,
+            RuntimeError::Transaction(e) => e.code(),
         }
     }
 

@@ -29,6 +29,7 @@ mod runtime;
 mod security;
 mod session;
 mod stream;
+mod transaction;
 mod worker;
 
 pub use action::{ACTION_QUEUE, Submitted};
@@ -36,9 +37,10 @@ pub use admission::ActionRequest;
 pub use admission::policy::{PolicyDecision, PolicyGate, PolicySubject, ScopePolicy};
 pub use caller::Caller;
 pub use dispatch::{Accept, SERVED};
-pub use error::RuntimeError;
+pub use error::{RuntimeError, TransactionError};
 pub use handler::{
-    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+    ActionHandler, Compensated, HandlerError, HandlerOutput, HandlerSupport, Mode, Reconciliation,
+    TransactionContext, TransactionSupport, TrustedContext,
 };
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};

@@ -31,6 +31,7 @@ impl ActionHandler for Counted {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: false,
+            transactions: None,
         }
     }
 

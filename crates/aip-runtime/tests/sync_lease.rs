@@ -31,6 +31,7 @@ impl ActionHandler for SlowWrite {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: true,
+            transactions: None,
         }
     }
 

@@ -32,6 +32,7 @@ impl ActionHandler for Wild {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: self.mutation,
+            transactions: None,
         }
     }
 

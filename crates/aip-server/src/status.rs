@@ -31,7 +31,9 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         | ErrorCode::ApprovalClosed
         | ErrorCode::DecisionConflict
         | ErrorCode::EscalationClosed
-        | ErrorCode::EscalationConflict => Some(StatusCode::CONFLICT),
+        | ErrorCode::EscalationConflict
+        | ErrorCode::PlanClaimed
+        | ErrorCode::TransactionConflict => Some(StatusCode::CONFLICT),
         // Authenticated, but not as the approver (or principal) it claims to be.
         ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch => Some(StatusCode::FORBIDDEN),
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),

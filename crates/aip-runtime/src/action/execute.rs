@@ -34,6 +34,8 @@ impl Runtime {
     ) -> Result<ActionResult, RuntimeError> {
         let token = CancellationToken::new();
         let mut ctx = trusted_context(record, token.clone())?;
+        ctx.fence = fence.cloned();
+        let slot = crate::transaction::slot_of(record)?;
         if ctx.mode == Mode::Streaming {
             ctx.chunks = ChunkSink::streaming(Arc::clone(self.store()), record, fence.cloned());
         }
@@ -44,12 +46,18 @@ impl Runtime {
             .ok_or_else(|| corrupt(record, "the stored request has no action input"))?;
         let running_key = (record.tenant.clone(), record.action_id.clone());
         self.running().insert(running_key.clone(), token.clone());
-        let mutation = capability.handler.support().mutation;
+        let mutation = crate::transaction::mutates(Some(capability), record);
         let invoke = async {
             if ctx.remaining().is_zero() {
                 return Err(HandlerError::DeadlineExceeded);
             }
-            let call = AssertUnwindSafe(capability.handler.invoke(&ctx, &input)).catch_unwind();
+            let call = AssertUnwindSafe(crate::transaction::run::step(
+                capability,
+                &ctx,
+                &input,
+                slot.as_ref(),
+            ))
+            .catch_unwind();
             match tokio::time::timeout(ctx.remaining(), call).await {
                 Ok(Ok(outcome)) => outcome,
                 Ok(Err(_panic)) => {
@@ -89,7 +97,9 @@ impl Runtime {
         };
         self.running().remove(&running_key);
         ctx.chunks.finish(&outcome).await;
-        let settled = result::settle(capability, &record.action_id, outcome);
+        // A dry run, plan or reconciliation answers with its own output, not the capability's.
+        let check_output = slot.as_ref().is_none_or(crate::transaction::Slot::mutates);
+        let settled = result::settle(capability, &record.action_id, outcome, check_output);
         let now = now_ms();
         chain.push(
             ReceiptType::ToolExecuted,
@@ -275,5 +285,7 @@ fn trusted_context(
         deadline: Instant::now() + Duration::from_millis(remaining),
         cancellation,
         chunks: ChunkSink::default(),
+        transaction: crate::transaction::slot_of(record)?.map(|s| s.context()),
+        fence: None,
     })
 }

@@ -107,9 +107,8 @@ impl Runtime {
         }
         let chain = ChainWriter::resume(&record, self.store()).await?;
         let capability = self.registry().get(&record.capability).cloned();
-        let mutation = capability
-            .as_ref()
-            .is_none_or(|c| c.handler.support().mutation);
+        // A dry run, plan or reconciliation commits nothing: re-running it is safe.
+        let mutation = crate::transaction::mutates(capability.as_deref(), &record);
         // What must not run settles without dispatch.
         let not_run = match (&capability, record.state) {
             (None, _) => Some((
@@ -272,10 +271,10 @@ impl Runtime {
         record: &ActionRecord,
         lease: Option<&Lease>,
     ) -> Result<(), RuntimeError> {
-        let mutation = self
-            .registry()
-            .get(&record.capability)
-            .is_none_or(|c| c.handler.support().mutation);
+        let mutation = crate::transaction::mutates(
+            self.registry().get(&record.capability).map(|c| &**c),
+            record,
+        );
         let chain = ChainWriter::resume(record, self.store()).await?;
         let id = &record.action_id;
         let (state, result) = if record.state == ActionState::Cancelling

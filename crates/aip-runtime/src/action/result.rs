@@ -66,10 +66,12 @@ pub(crate) fn settle(
     capability: &AdmittedCapability,
     action_id: &str,
     outcome: Result<HandlerOutput, HandlerError>,
+    check_output: bool,
 ) -> Settled {
     match outcome {
         Ok(out) => {
-            if let Some(schema) = &capability.output_schema
+            if check_output
+                && let Some(schema) = &capability.output_schema
                 && let Err(violations) = schema.validate(&out.output)
             {
                 let mut text = format!(

@@ -57,9 +57,9 @@ pub(crate) fn check(
 /// metadata is kept with the request; an identity context may only name the caller's own tenant
 /// (a request-supplied tenant is a selector, never authority: spec 22.6).
 fn unsupported_context(caller: &Caller, action: &Action) -> Result<(), RuntimeError> {
-    let refused = if action.transaction.is_some() {
-        Some("transaction")
-    } else if action.callback.is_some() {
+    // A transaction context is checked against the capability's transaction contract by
+    // `crate::transaction` (a capability without one refuses it there).
+    let refused = if action.callback.is_some() {
         Some("callback")
     } else if !action.delegation_chain.is_empty() {
         Some("delegation_chain")

@@ -129,11 +129,33 @@ impl Runtime {
     ) -> Result<Admission, RuntimeError> {
         let action = &request.action;
         let capability = lookup::capability(self, caller, action)?;
-        input::check(&capability, &action.input)?;
+        let reconciles = action
+            .transaction
+            .as_ref()
+            .is_some_and(|t| t.mode == aip_core::TransactionMode::Reconcile);
+        if reconciles {
+            // A reconciliation queries the recorded operation; it has no business input.
+            if action.input.as_object().is_none_or(|o| !o.is_empty()) {
+                return Err(RuntimeError::InvalidInput(
+                    "a reconciliation carries an empty input object".into(),
+                ));
+            }
+        } else {
+            input::check(&capability, &action.input)?;
+        }
         identity::check(self, caller, request).await?;
         let contract = contract::check(self, caller, &capability, action)?;
         let idempotency = idempotency::claim(&capability, caller, request, contract.now_ms)?;
-        let decision = self
+        let transaction = self
+            .check_transaction(
+                caller,
+                &capability,
+                request,
+                &idempotency::input_hash(request),
+                contract.now_ms,
+            )
+            .await;
+        let mut decision = self
             .policy()
             .evaluate(&policy::PolicySubject {
                 caller,
@@ -142,6 +164,19 @@ impl Runtime {
                 mode: contract.mode,
             })
             .await?;
+        // A dry run, a plan or a reconciliation commits nothing: its approval is the commit's
+        // (spec 26.2; the plan records whether one is required).
+        if let crate::transaction::Checked::Admit(t) = &transaction
+            && !t.slot.mutates()
+            && matches!(decision, policy::PolicyDecision::RequireApproval { .. })
+        {
+            decision = policy::PolicyDecision::Allow {
+                basis: format!(
+                    "transaction {}: no side effect; approval applies to the commit",
+                    t.slot.mode.as_str()
+                ),
+            };
+        }
         persist::admit(
             self,
             caller,
@@ -151,6 +186,7 @@ impl Runtime {
                 contract,
                 idempotency,
                 decision,
+                transaction,
             },
         )
         .await

@@ -29,6 +29,7 @@ pub(crate) struct Decided {
     pub(crate) contract: Contract,
     pub(crate) idempotency: Option<IdempotencyClaim>,
     pub(crate) decision: PolicyDecision,
+    pub(crate) transaction: crate::transaction::Checked,
 }
 
 pub(crate) async fn admit(
@@ -42,7 +43,28 @@ pub(crate) async fn admit(
         contract,
         idempotency,
         decision,
+        transaction,
     } = decided;
+    let (slot, link, deferred) = match transaction {
+        crate::transaction::Checked::None => (Value::Null, None, None),
+        crate::transaction::Checked::Admit(t) => (
+            serde_json::to_value(&t.slot).map_err(|e| {
+                RuntimeError::Storage(StoreError::Corrupt(format!("transaction slot: {e}")))
+            })?,
+            Some(t.link),
+            None,
+        ),
+        // Refused unless an earlier action answers: the unwritable link makes sure nothing new
+        // is admitted.
+        crate::transaction::Checked::Refuse(err) => (
+            Value::Null,
+            Some(crate::transaction::unwritable_link()),
+            Some(err),
+        ),
+    };
+    let committing = link
+        .as_ref()
+        .is_some_and(|l| l.role == aip_store::TransactionRole::Commit);
     let action = &request.action;
     let action_id = action.id.as_str().to_owned();
     let (mode, now) = (contract.mode, contract.now_ms);
@@ -86,6 +108,7 @@ pub(crate) async fn admit(
                 &action_id,
                 &input_hash,
                 (*policy, excluded_roles),
+                &slot,
                 now,
             )?;
             chain.push(
@@ -170,6 +193,9 @@ pub(crate) async fn admit(
     if let Some(approval) = &gate {
         stored_request["approval_id"] = json!(approval.approval_id);
     }
+    if !slot.is_null() {
+        stored_request["transaction"] = slot;
+    }
     let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
     let admission = aip_store::Admission {
         action: NewAction {
@@ -192,6 +218,7 @@ pub(crate) async fn admit(
         job: Some(job),
         lease,
         approval: gate,
+        transaction: link,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {
@@ -224,6 +251,19 @@ pub(crate) async fn admit(
         Err(StoreError::Duplicate { kind: "action" }) => resend_of(runtime, caller, request)
             .await?
             .ok_or(RuntimeError::DuplicateActionId),
+        // The transaction moved since it was checked (another commit claimed the plan first), or
+        // the request was refused and no earlier action answers it.
+        Err(StoreError::StateConflict { .. }) if deferred.is_some() || committing => Err(deferred
+            .unwrap_or_else(|| {
+                crate::error::TransactionError::PlanClaimed(
+                    "another commit claimed it first".into(),
+                )
+                .into()
+            })),
+        Err(StoreError::StateConflict { .. }) => Err(crate::error::TransactionError::Conflict(
+            "the transaction moved while this step was admitted; retry".into(),
+        )
+        .into()),
         Err(err) => Err(err.into()),
     }
 }

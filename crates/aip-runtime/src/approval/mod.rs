@@ -340,6 +340,7 @@ pub(crate) fn policy_hash(
     capability_id: &str,
     input_hash: &str,
     requester: &Caller,
+    transaction: &Value,
 ) -> String {
     let mut hashed = json!({ "policy": policy });
     // Absent when empty: a policy without excluded roles hashes as it always did.
@@ -355,7 +356,7 @@ pub(crate) fn policy_hash(
                 "kind": requester.kind,
                 "external_account": requester.external_account,
             },
-            "transaction": Value::Null,
+            "transaction": transaction,
     });
     aip_core::canonical::canonical_hash(&hashed)
 }
@@ -369,6 +370,7 @@ pub(crate) fn request_for(
     action_id: &str,
     input_hash: &str,
     (policy, excluded_roles): (ApprovalPolicy, Vec<String>),
+    transaction: &Value,
     now: i64,
 ) -> Result<NewApproval, RuntimeError> {
     let approval_id = ApprovalId::generate();
@@ -380,6 +382,7 @@ pub(crate) fn request_for(
         capability_id.as_str(),
         input_hash,
         caller,
+        transaction,
     );
     let requester = bare_principal(&caller.id, caller.kind);
     let approvers = approver_keys(&effective_rule(&policy));
@@ -516,6 +519,7 @@ pub(crate) fn governs(
             &action.capability,
             &input_hash,
             &requester,
+            action.request.get("transaction").unwrap_or(&Value::Null),
         ) == record.policy_hash)
 }
 

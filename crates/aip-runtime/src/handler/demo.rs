@@ -1,6 +1,7 @@
 //! Built-in demo capabilities, usable with no configuration: `cap:demo:echo`, `cap:demo:sleep`,
 //! `cap:demo:book` (a mutation whose duplicates are observable), `cap:demo:bookings`, the
-//! streaming `cap:demo:count` and the approval-gated `cap:demo:transfer`.
+//! streaming `cap:demo:count`, the approval-gated `cap:demo:transfer`, and (in `payment`) the
+//! transactional `cap:demo:payment` with its compensating `cap:demo:refund`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -32,6 +33,7 @@ impl ActionHandler for EchoHandler {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: false,
+            transactions: None,
         }
     }
 
@@ -57,6 +59,7 @@ impl ActionHandler for SleepHandler {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: true,
             mutation: false,
+            transactions: None,
         }
     }
 
@@ -121,6 +124,7 @@ impl ActionHandler for BookHandler {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: true,
+            transactions: None,
         }
     }
 
@@ -189,6 +193,7 @@ impl ActionHandler for BookingsHandler {
             modes: BTreeSet::from([Mode::Sync]),
             cancellable: false,
             mutation: false,
+            transactions: None,
         }
     }
 
@@ -288,9 +293,12 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
             }),
         ),
         (count_capability(), Arc::new(CountHandler)),
-        (transfer_capability(), Arc::new(TransferHandler::new(store))),
+        (
+            transfer_capability(),
+            Arc::new(TransferHandler::new(Arc::clone(&store))),
+        ),
     ];
-    handlers
+    let mut entries: Vec<CapabilityEntry> = handlers
         .into_iter()
         .filter_map(
             |(value, handler)| match serde_json::from_value::<Capability>(value) {
@@ -314,7 +322,9 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
                 }
             },
         )
-        .collect()
+        .collect();
+    entries.extend(super::payment::capabilities(&store));
+    entries
 }
 
 /// Id of the approval-gated demo transfer.
@@ -418,6 +428,7 @@ impl ActionHandler for TransferHandler {
             modes: BTreeSet::from([Mode::Async]),
             cancellable: true,
             mutation: true,
+            transactions: None,
         }
     }
 
@@ -481,6 +492,7 @@ impl ActionHandler for CountHandler {
             modes: BTreeSet::from([Mode::Sync, Mode::Async, Mode::Streaming]),
             cancellable: true,
             mutation: false,
+            transactions: None,
         }
     }
 

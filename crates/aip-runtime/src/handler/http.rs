@@ -196,6 +196,7 @@ impl ActionHandler for HttpHandler {
             modes: self.config.modes.clone(),
             cancellable: !self.config.mutation,
             mutation: self.config.mutation,
+            transactions: None,
         }
     }
 

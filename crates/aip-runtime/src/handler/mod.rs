@@ -3,6 +3,7 @@
 
 pub mod demo;
 pub mod http;
+pub mod payment;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -46,7 +47,7 @@ impl Mode {
 }
 
 /// What a handler declares it can do; admission compares it with the capability contract (spec 9.2).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HandlerSupport {
     /// Modes the handler can run in.
     pub modes: BTreeSet<Mode>,
@@ -54,6 +55,69 @@ pub struct HandlerSupport {
     pub cancellable: bool,
     /// Whether the handler performs a provider side effect (a mutation).
     pub mutation: bool,
+    /// The transaction modes it executes (spec 13); `None`: none, and a transaction contract on its
+    /// capability is not advertised.
+    pub transactions: Option<TransactionSupport>,
+}
+
+/// What a handler executes of spec 13. The capability contract may declare no more than this.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TransactionSupport {
+    /// Modes it executes (`dry_run`, `plan`, `commit`, `execute`, `reconcile`, `compensate`).
+    pub modes: BTreeSet<aip_core::TransactionMode>,
+    /// The strongest dry-run fidelity it really executes (spec 13.2).
+    pub dry_run_fidelity: aip_core::DryRunFidelity,
+    /// How long a plan stays committable, ms.
+    pub plan_ttl_ms: u64,
+}
+
+/// What a transactional action carries to its handler (spec 13), from the runtime's own stored
+/// state, never from the request body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TransactionContext {
+    /// The mode to execute: `dry_run` must commit nothing, `plan` must commit nothing.
+    pub mode: aip_core::TransactionMode,
+    /// The transaction.
+    pub transaction_id: String,
+    /// With `commit`: the stored plan being committed.
+    pub plan: Option<aip_core::TransactionPlan>,
+    /// With `commit` and `execute`: the operation the provider must commit under (its idempotency
+    /// key at the provider, so a reconciliation after any crash can find it); with `reconcile`: the
+    /// operation to look up.
+    pub operation: Option<aip_core::ProviderOperationRef>,
+    /// With `compensate`: the committed operation being compensated.
+    pub compensates: Option<Compensated>,
+}
+
+/// The committed operation a compensating action compensates (spec 13.7).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Compensated {
+    /// The committed action.
+    pub action_id: String,
+    /// Its capability.
+    pub capability_id: String,
+    /// Its provider operation.
+    pub operation: Option<aip_core::ProviderOperationRef>,
+    /// Its output, when it completed.
+    pub output: Option<Value>,
+}
+
+/// What a provider says of an operation whose outcome was unknown (spec 13.6). Only the first two
+/// are definitive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reconciliation {
+    /// The operation committed; `output` is what the commit would have returned.
+    Committed {
+        /// The committed operation's output.
+        output: Value,
+    },
+    /// The operation did not commit and never will: the plan may be committed again.
+    NotCommitted,
+    /// The provider cannot tell yet; ask again after `retry_after_ms`.
+    Pending {
+        /// When to ask again, ms from now.
+        retry_after_ms: u64,
+    },
 }
 
 /// The frozen trusted execution context of spec 11.2, built by the runtime from authenticated state.
@@ -98,6 +162,13 @@ pub struct TrustedContext {
     /// Where a streaming action emits its chunks (spec 11.6); inert in other modes.
     #[serde(skip)]
     pub chunks: crate::stream::ChunkSink,
+    /// The transaction context of a transactional action (spec 13).
+    pub transaction: Option<TransactionContext>,
+    /// The fence of the lease this run holds: a provider that can check it in the same write as
+    /// its effect (`aip_store::RecordStore::insert_record_fenced`) can never commit from a worker
+    /// whose lease was superseded (spec 13.4).
+    #[serde(skip)]
+    pub fence: Option<aip_store::Fence>,
 }
 
 impl TrustedContext {
@@ -145,10 +216,28 @@ pub trait ActionHandler: Send + Sync + 'static {
     /// The declared implementation support, checked against the capability contract on admission.
     fn support(&self) -> HandlerSupport;
 
-    /// Execute one admitted action. `input` has already passed the capability input schema.
+    /// Execute one admitted action. `input` has already passed the capability input schema. A
+    /// transactional action names its mode in `ctx.transaction`.
     async fn invoke(
         &self,
         ctx: &TrustedContext,
         input: &Value,
     ) -> Result<HandlerOutput, HandlerError>;
+
+    /// Looks up an operation whose outcome was unknown (spec 13.6). Called only for capabilities
+    /// whose [`TransactionSupport`] lists `reconcile`.
+    async fn reconcile(
+        &self,
+        ctx: &TrustedContext,
+        operation: &aip_core::ProviderOperationRef,
+    ) -> Result<Reconciliation, HandlerError> {
+        let _ = (ctx, operation);
+        Err(HandlerError::Failed {
+            code: aip_core::ErrorCode::TransactionModeUnsupported
+                .as_str()
+                .into(),
+            message: "this handler cannot reconcile operations".into(),
+            retryable: false,
+        })
+    }
 }

@@ -97,6 +97,15 @@ impl AdmittedCapability {
             .filter(|c| c.requirement != IdempotencyRequirement::Unsupported)
     }
 
+    /// The transaction contract the runtime executes for this capability (spec 13), if any: it is
+    /// advertised only when the handler executes it.
+    pub fn transaction_contract(&self) -> Option<&aip_core::TransactionContract> {
+        self.capability
+            .contract
+            .as_ref()
+            .and_then(|c| c.transaction.as_ref())
+    }
+
     /// Whether some input of the capability needs an approval before dispatch (spec 12).
     pub fn requires_approval(&self) -> bool {
         self.approval_tiers.iter().any(|t| t.policy.required)
@@ -187,14 +196,7 @@ impl Registry {
                         .map_err(|e| schema_error(&id, "output", &e))
                 })
                 .transpose()?;
-            // Transactions are not executed by this runtime: a transaction context is refused at
-            // admission, so the contract is not advertised (spec 9.4, 13.2: never more than is
-            // executed).
-            if let Some(contract) = capability.contract.as_mut()
-                && contract.transaction.take().is_some()
-            {
-                tracing::warn!(capability = %id, "transaction contract not advertised: this runtime does not execute transactions");
-            }
+            check_transactions(&id, &mut capability, handler.as_ref())?;
             let approval_tiers = approval_tiers_of(&id, &mut capability, approval_tiers)?;
             approval_excluded_roles.sort();
             approval_excluded_roles.dedup();
@@ -221,6 +223,7 @@ impl Registry {
                 return Err(AdmissionError::Duplicate(id));
             }
         }
+        check_compensators(&by_id)?;
         Ok(Self { by_id })
     }
 
@@ -425,6 +428,85 @@ fn check_contract(
         return Err(mismatch(
             "the handler mutates but the contract declares only reads",
         ));
+    }
+    Ok(())
+}
+
+/// Spec 13.2, 9.4: a transaction contract is advertised only when the handler executes it, and
+/// never with a mode or a dry-run fidelity beyond what the handler executes. A handler that
+/// executes no transactions leaves the contract unadvertised (and transaction contexts refused);
+/// one that executes some refuses to start with a contract that claims more.
+fn check_transactions(
+    id: &str,
+    capability: &mut Capability,
+    handler: &dyn ActionHandler,
+) -> Result<(), AdmissionError> {
+    let Some(contract) = capability.contract.as_mut() else {
+        return Ok(());
+    };
+    let Some(declared) = contract.transaction.as_ref() else {
+        return Ok(());
+    };
+    let Some(support) = handler.support().transactions else {
+        contract.transaction = None;
+        tracing::warn!(capability = %id, "transaction contract not advertised: its handler executes no transactions");
+        return Ok(());
+    };
+    let mismatch = |reason: String| AdmissionError::Mismatch {
+        id: id.to_owned(),
+        reason,
+    };
+    if let Some(mode) = declared
+        .supported_modes
+        .iter()
+        .find(|m| !support.modes.contains(m))
+    {
+        return Err(mismatch(format!(
+            "contract declares transaction mode {}, the handler does not execute it",
+            mode.as_str()
+        )));
+    }
+    if declared.dry_run_fidelity > support.dry_run_fidelity {
+        return Err(mismatch(format!(
+            "contract declares dry-run fidelity {}, the handler executes at most {}",
+            declared.dry_run_fidelity.as_str(),
+            support.dry_run_fidelity.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Spec 13.7: a declared compensating capability must be admitted, and when compensation
+/// requires approval, the compensating capability must require one.
+fn check_compensators(
+    by_id: &BTreeMap<String, Arc<AdmittedCapability>>,
+) -> Result<(), AdmissionError> {
+    for (id, admitted) in by_id {
+        let Some(compensation) = admitted
+            .capability
+            .contract
+            .as_ref()
+            .and_then(|c| c.compensation.as_ref())
+        else {
+            continue;
+        };
+        let Some(compensator) = compensation.compensation_capability_id.as_ref() else {
+            continue;
+        };
+        let invalid = |reason: String| AdmissionError::Invalid {
+            id: id.clone(),
+            reason,
+        };
+        let Some(found) = by_id.get(compensator.as_str()) else {
+            return Err(invalid(format!(
+                "compensating capability {compensator} is not admitted"
+            )));
+        };
+        if compensation.requires_approval && !found.requires_approval() {
+            return Err(invalid(format!(
+                "compensation requires approval, but {compensator} requires none"
+            )));
+        }
     }
     Ok(())
 }

@@ -32,6 +32,7 @@ impl ActionHandler for Stubborn {
             modes: BTreeSet::from([Mode::Sync, Mode::Async]),
             cancellable: false,
             mutation: false,
+            transactions: None,
         }
     }
 
@@ -248,7 +249,9 @@ pub fn status_of(reply: &aip_runtime::Reply) -> u16 {
             | ErrorCode::ApprovalClosed
             | ErrorCode::DecisionConflict
             | ErrorCode::EscalationClosed
-            | ErrorCode::EscalationConflict,
+            | ErrorCode::EscalationConflict
+            | ErrorCode::PlanClaimed
+            | ErrorCode::TransactionConflict,
         ) => 409,
         aip_runtime::Outcome::Refused(
             ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch,

@@ -25,11 +25,13 @@ use crate::http::AppState;
 
 mod governance;
 mod resources;
+mod transactions;
 
 use governance::{
     approval, approvals, decide, decisions, escalation, escalations, resolve_escalation,
 };
 use resources::{resource, resources, whoami};
+use transactions::{transaction, transaction_by_action, transaction_by_plan};
 
 /// Media type of a complete envelope (spec 20.1).
 pub const AIP_JSON: &str = "application/aip+json";
@@ -58,6 +60,15 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/approvals/{approval_id}/decision", post(decide))
         .route("/aip/v1/approvals/{approval_id}/decisions", get(decisions))
         .route("/aip/v1/whoami", get(whoami))
+        .route("/aip/v1/transactions/{transaction_id}", get(transaction))
+        .route(
+            "/aip/v1/transactions/by-plan/{plan_id}",
+            get(transaction_by_plan),
+        )
+        .route(
+            "/aip/v1/transactions/by-action/{action_id}",
+            get(transaction_by_action),
+        )
         .route("/aip/v1/resources", get(resources))
         .route("/aip/v1/resources/{resource_id}", get(resource))
         .route("/aip/v1/escalations", get(escalations))
