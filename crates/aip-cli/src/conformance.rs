@@ -89,9 +89,14 @@ pub const CLASSES: &[Class] = &[
     },
     Class {
         name: "Transaction runtime",
-        claimed: false,
+        claimed: true,
         evidence: &[
-            "transaction contexts are refused with aip.action.unsupported_context (issue 16)",
+            "aip-runtime::transactions::a_commit_that_no_longer_matches_its_plan_is_refused_and_pays_nothing",
+            "aip-runtime::transactions::concurrent_commits_of_one_plan_pay_exactly_once",
+            "aip-runtime::transactions::an_uncertain_commit_is_never_retried_even_after_a_restart_and_reconciles_to_committed",
+            "aip-runtime::transactions::a_commit_reconciled_as_not_committed_may_be_committed_again_and_pays_once",
+            "aip-runtime::transactions::a_compensation_is_a_governed_action_with_its_own_idempotency_result_and_receipts",
+            "aip-cli::serve_transactions::a_worker_stopped_past_its_lease_cannot_pay_and_its_commit_is_settled_unknown_by_another_node",
         ],
     },
     Class {
