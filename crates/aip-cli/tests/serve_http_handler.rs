@@ -309,3 +309,207 @@ handler = {{ type = "http", url = "{base}/weather", timeout_ms = 3000{ca} }}
     );
     assert_eq!(provider.seen.lock().await.len(), 1);
 }
+
+/// A transactional provider: `/pay` records every call and, for a commit of `{"slow": true}`, books
+/// the payment under the runtime's operation id and then answers too late; `/pay/reconcile` says
+/// whether an operation was booked.
+#[derive(Clone, Default)]
+struct Ledger {
+    calls: Arc<Mutex<Vec<Value>>>,
+    booked: Arc<Mutex<Vec<String>>>,
+    reconciled: Arc<Mutex<Vec<Value>>>,
+}
+
+async fn start_ledger(ledger: Ledger) -> String {
+    let pay = {
+        let l = ledger.clone();
+        move |Json(body): Json<Value>| {
+            let l = l.clone();
+            async move {
+                l.calls.lock().await.push(body.clone());
+                let tx = &body["context"]["transaction"];
+                if tx["mode"] == "commit" {
+                    let op = tx["operation"]["operation_id"].as_str().unwrap().to_owned();
+                    l.booked.lock().await.push(op.clone());
+                    if body["action"]["input"]["slow"] == true {
+                        tokio::time::sleep(Duration::from_secs(2)).await;
+                    }
+                    return Json(json!({ "output": { "paid": op } }));
+                }
+                Json(json!({ "output": { "mode": tx["mode"] } }))
+            }
+        }
+    };
+    let reconcile = {
+        let l = ledger.clone();
+        move |Json(body): Json<Value>| {
+            let l = l.clone();
+            async move {
+                l.reconciled.lock().await.push(body.clone());
+                let op = body["operation"]["operation_id"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned();
+                if l.booked.lock().await.contains(&op) {
+                    Json(json!({ "outcome": "committed", "output": { "paid": op } }))
+                } else {
+                    Json(json!({ "outcome": "not_committed" }))
+                }
+            }
+        }
+    };
+    let app = axum::Router::new()
+        .route("/pay", post(pay))
+        .route("/pay/reconcile", post(reconcile));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+const CONTRACT_TX: &str = r#"side_effects = ["financial"]
+idempotency = { requirement = "optional", collision_behavior = "reject_conflict", key_scope = "tenant" }
+execution = { supports_sync = true, supports_async = false, supports_streaming = false, supports_cancel = false, supports_retry = false, expected_completion = "sync", retry_safety = "unsafe" }
+data = { sensitivity = "restricted", contains_pii = false, redaction_required = false }
+transaction = { supported_modes = ["dry_run", "plan", "commit", "reconcile"], requires_plan_before_commit = true, dry_run_fidelity = "downstream_validation" }"#;
+
+fn tx_envelope(capability: &str, input: Value, context: Value) -> Value {
+    let transaction_id = context["transaction_id"]
+        .as_str()
+        .map_or_else(|| id("txn_"), str::to_owned);
+    support::envelope(
+        "aip.transaction.v1.request",
+        json!({ "transaction_request": {
+            "transaction_id": transaction_id,
+            "action": { "id": id("act_"), "capability_id": capability, "input": input, "transaction": context },
+            "requested_by": { "id": "svc:caller", "kind": "service" },
+        } }),
+    )
+}
+
+#[tokio::test]
+async fn an_http_capability_runs_transactions_and_its_service_reconciles_a_timed_out_commit() {
+    let ledger = Ledger::default();
+    let base = start_ledger(ledger.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let tok = token_file(dir.path(), "svc.token", "svc-token");
+    let capability = |reconcile: &str| {
+        format!(
+            r#"demo_capabilities = false
+
+[[principals]]
+id = "svc:caller"
+kind = "service"
+tenant = "acme"
+scopes = ["invoke:cap:ext:*"]
+token_file = "{tok}"
+
+[[capabilities]]
+id = "cap:ext:pay"
+name = "Pay"
+kind = "tool"
+input_schema = {{ type = "object" }}
+handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
+[capabilities.contract]
+{CONTRACT_TX}
+"#,
+            tok = tok.display()
+        )
+    };
+    // A contract listing reconcile without a service to ask is refused at startup.
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, capability("")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("bad-data"))
+        .arg("--config")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("reconcile_url"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        capability(&format!(", reconcile_url = \"{base}/pay/reconcile\"")),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = server.client("svc-token");
+    let send = |env: Value| {
+        let client = server.client("svc-token");
+        async move { client.post("/aip/v1/messages", &env).await }
+    };
+    // The dry run reaches the service as a dry run.
+    let (status, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({ "slow": true }),
+        json!({ "mode": "dry_run" }),
+    ))
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["transaction_result"]["status"],
+        "dry_run_completed"
+    );
+    // A plain call is refused: this contract commits only plans.
+    let (_, reply) = client
+        .act(json!({ "id": id("act_"), "capability_id": "cap:ext:pay", "input": {} }))
+        .await;
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"], "aip.transaction.mode_unsupported",
+        "{reply}"
+    );
+    let (_, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({ "slow": true }),
+        json!({ "mode": "plan" }),
+    ))
+    .await;
+    let planned = reply["body"]["transaction_result"].clone();
+    assert_eq!(planned["status"], "planned", "{reply}");
+    let (txn_id, plan_id) = (
+        planned["transaction_id"].as_str().unwrap().to_owned(),
+        planned["plan"]["plan_id"].as_str().unwrap().to_owned(),
+    );
+    // The commit carries its plan and operation; the service answers too late: unknown, not failed.
+    let (_, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({ "slow": true }),
+        json!({ "mode": "commit", "transaction_id": txn_id, "plan_id": plan_id }),
+    ))
+    .await;
+    let committed = reply["body"]["transaction_result"].clone();
+    assert_eq!(committed["status"], "outcome_unknown", "{reply}");
+    let calls = ledger.calls.lock().await.clone();
+    let modes: Vec<&str> = calls
+        .iter()
+        .map(|c| c["context"]["transaction"]["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["dry_run", "plan", "commit"]);
+    let commit_call = &calls[2]["context"]["transaction"];
+    assert_eq!(commit_call["plan"]["plan_id"], plan_id.as_str());
+    assert_eq!(commit_call["operation"], committed["provider_operation"]);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ledger.calls.lock().await.len(), 3, "never retried");
+    // The service is asked about the recorded operation: it was booked.
+    let (_, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({}),
+        json!({ "mode": "reconcile", "transaction_id": txn_id }),
+    ))
+    .await;
+    let reconciled = &reply["body"]["transaction_result"];
+    assert_eq!(reconciled["status"], "reconciled", "{reply}");
+    assert_eq!(reconciled["result"]["output"]["outcome"], "committed");
+    assert_eq!(
+        ledger.reconciled.lock().await[0]["operation"],
+        committed["provider_operation"]
+    );
+    let (_, view) = client.get(&format!("/aip/v1/transactions/{txn_id}")).await;
+    assert_eq!(view["status"], "reconciled", "{view}");
+}

@@ -49,3 +49,4 @@ pub use session::{HEARTBEAT_INTERVAL_MS, SESSION_TTL_MS, SessionCancellation};
 pub use stream::{
     ActionFollower, ChunkPage, ChunkSink, MAX_CHUNK_BATCH, StreamItem, StreamPosition,
 };
+pub use transaction::{DEFAULT_PLAN_TTL_MS, MAX_PLAN_TTL_MS};

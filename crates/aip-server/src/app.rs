@@ -340,6 +340,8 @@ fn configured_capability(
                 url,
                 timeout_ms,
                 ca_file,
+                reconcile_url,
+                plan_ttl_ms,
             } => {
                 let contract = capability.contract.as_ref();
                 // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
@@ -370,12 +372,16 @@ fn configured_capability(
                     })?),
                     None => None,
                 };
+                let transactions =
+                    http_transactions(&capability, reconcile_url.as_deref(), *plan_ttl_ms)?;
                 let config = HttpHandlerConfig {
                     url: url.clone(),
                     timeout: Duration::from_millis(*timeout_ms),
                     mutation,
                     modes,
                     extra_roots_pem,
+                    transactions,
+                    reconcile_url: reconcile_url.clone(),
                 };
                 Arc::new(HttpHandler::new(config).map_err(|e| {
                     ServeError::Config(format!("capability {}: {e}", capability.id))
@@ -388,6 +394,45 @@ fn configured_capability(
         approval_tiers,
         approval_excluded_roles: entry.approval_excluded_roles.clone(),
     })
+}
+
+/// The transaction support of an `http` capability (spec 13): what its contract declares, which
+/// the configured service is taken to execute; `reconcile` needs a `reconcile_url`, and a
+/// `reconcile_url` needs a transaction contract, so neither is advertised or configured in vain.
+fn http_transactions(
+    capability: &aip_core::Capability,
+    reconcile_url: Option<&str>,
+    plan_ttl_ms: Option<u64>,
+) -> Result<Option<aip_runtime::TransactionSupport>, ServeError> {
+    let invalid = |what: &str| ServeError::Config(format!("capability {}: {what}", capability.id));
+    let Some(contract) = capability
+        .contract
+        .as_ref()
+        .and_then(|c| c.transaction.as_ref())
+    else {
+        if reconcile_url.is_some() || plan_ttl_ms.is_some() {
+            return Err(invalid(
+                "reconcile_url and plan_ttl_ms need a transaction contract",
+            ));
+        }
+        return Ok(None);
+    };
+    let modes: BTreeSet<aip_core::TransactionMode> =
+        contract.supported_modes.iter().copied().collect();
+    if modes.contains(&aip_core::TransactionMode::Reconcile) && reconcile_url.is_none() {
+        return Err(invalid(
+            "the transaction contract lists reconcile: configure the handler's reconcile_url",
+        ));
+    }
+    let ttl = plan_ttl_ms.unwrap_or(aip_runtime::DEFAULT_PLAN_TTL_MS);
+    if ttl == 0 || ttl > aip_runtime::MAX_PLAN_TTL_MS {
+        return Err(invalid("plan_ttl_ms must be within 1..=604800000"));
+    }
+    Ok(Some(aip_runtime::TransactionSupport {
+        modes,
+        dry_run_fidelity: contract.dry_run_fidelity,
+        plan_ttl_ms: ttl,
+    }))
 }
 
 struct StoreReady(Arc<dyn Store>);

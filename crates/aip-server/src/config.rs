@@ -313,6 +313,13 @@ pub enum HandlerConfig {
         /// PEM bundle of private CAs trusted for this URL, beside the system's roots.
         #[serde(default)]
         ca_file: Option<PathBuf>,
+        /// Where reconciliations of unknown outcomes are asked (spec 13.6); required when the
+        /// capability's transaction contract lists `reconcile`.
+        #[serde(default)]
+        reconcile_url: Option<String>,
+        /// How long a plan of this capability stays committable (spec 13.3), ms; default 15 min.
+        #[serde(default)]
+        plan_ttl_ms: Option<u64>,
     },
 }
 

@@ -6,6 +6,8 @@
 //! of private CAs (spec 22.4); `http://` stays available for a protected local boundary.
 //! A mutation whose outcome is unknown (timeout or broken connection after the request was sent, or a
 //! 5xx answer) is reported as an uncertain outcome and is never retried silently (spec 13.6, 19.3).
+//! A capability with a transaction contract gets `context.transaction` (mode, the plan on commit,
+//! the provider operation to commit under) and, with a `reconcile_url`, answers reconciliations.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -32,6 +34,13 @@ pub struct HttpHandlerConfig {
     pub modes: BTreeSet<Mode>,
     /// PEM certificates of private CAs trusted for this URL, beside the system's roots.
     pub extra_roots_pem: Option<Vec<u8>>,
+    /// The transaction modes the service executes (spec 13), from the capability's transaction
+    /// contract; each call then carries `context.transaction` (mode, plan, provider operation).
+    pub transactions: Option<super::TransactionSupport>,
+    /// Where to ask about an operation whose outcome is unknown (spec 13.6): POSTed
+    /// `{"operation": ..., "context": ...}`, it answers `{"outcome": "committed", "output": ...}`,
+    /// `{"outcome": "not_committed"}` or `{"outcome": "pending", "retry_after_ms": n}`.
+    pub reconcile_url: Option<String>,
 }
 
 /// Calls a configured URL for each action.
@@ -59,8 +68,10 @@ pub enum HttpHandlerBuildError {
 impl HttpHandler {
     /// Build a handler; redirects are never followed (a redirect could leave the trust boundary).
     pub fn new(config: HttpHandlerConfig) -> Result<Self, HttpHandlerBuildError> {
-        if !(config.url.starts_with("https://") || config.url.starts_with("http://")) {
-            return Err(HttpHandlerBuildError::BadUrl(config.url));
+        for url in std::iter::once(&config.url).chain(config.reconcile_url.as_ref()) {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(HttpHandlerBuildError::BadUrl(url.clone()));
+            }
         }
         let mut builder = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -87,48 +98,11 @@ impl HttpHandler {
         ctx: &TrustedContext,
         input: &Value,
     ) -> Result<HandlerOutput, HandlerError> {
-        let timeout = self.config.timeout.min(ctx.remaining());
         let body = json!({
             "action": { "id": ctx.action_id, "capability_id": ctx.capability_id, "input": input },
             "context": ctx,
         });
-        let sent = self
-            .client
-            .post(&self.config.url)
-            .timeout(timeout)
-            .json(&body)
-            .send()
-            .await;
-        let mut response = match sent {
-            Ok(response) => response,
-            Err(err) => return Err(self.transport_failure(&err)),
-        };
-        let status = response.status();
-        let mut bytes = Vec::new();
-        loop {
-            match response.chunk().await {
-                Ok(Some(chunk)) => {
-                    if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
-                        return Err(self.bad_response("handler response exceeds the size limit"));
-                    }
-                    bytes.extend_from_slice(&chunk);
-                }
-                Ok(None) => break,
-                Err(err) => return Err(self.transport_failure(&err)),
-            }
-        }
-        if status.is_server_error() {
-            return Err(self.bad_response(&format!("handler answered HTTP {}", status.as_u16())));
-        }
-        if !status.is_success() {
-            return Err(HandlerError::Failed {
-                code: ErrorCode::ConnectorHttpStatus.as_str().into(),
-                message: format!("handler answered HTTP {}", status.as_u16()),
-                retryable: false,
-            });
-        }
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|_| self.bad_response("handler response is not JSON"))?;
+        let value = self.post(&self.config.url, ctx, &body).await?;
         if let Some(error) = value.get("error") {
             return Err(HandlerError::Failed {
                 code: error
@@ -151,12 +125,77 @@ impl HttpHandler {
             Some(output) => Ok(HandlerOutput {
                 output: output.clone(),
             }),
-            None => Err(self.bad_response("handler response has neither `output` nor `error`")),
+            None => {
+                Err(self.bad_response(ctx, "handler response has neither `output` nor `error`"))
+            }
         }
     }
 
-    /// A failure after the request may have reached the service: uncertain for a mutation.
-    fn transport_failure(&self, err: &reqwest::Error) -> HandlerError {
+    /// POSTs `body` to `url` within the call's timeout; the JSON answer of a 2xx.
+    async fn post(
+        &self,
+        url: &str,
+        ctx: &TrustedContext,
+        body: &Value,
+    ) -> Result<Value, HandlerError> {
+        let timeout = self.config.timeout.min(ctx.remaining());
+        let sent = self
+            .client
+            .post(url)
+            .timeout(timeout)
+            .json(body)
+            .send()
+            .await;
+        let mut response = match sent {
+            Ok(response) => response,
+            Err(err) => return Err(self.transport_failure(ctx, &err)),
+        };
+        let status = response.status();
+        let mut bytes = Vec::new();
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if bytes.len() + chunk.len() > MAX_RESPONSE_BYTES {
+                        return Err(
+                            self.bad_response(ctx, "handler response exceeds the size limit")
+                        );
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(err) => return Err(self.transport_failure(ctx, &err)),
+            }
+        }
+        if status.is_server_error() {
+            return Err(
+                self.bad_response(ctx, &format!("handler answered HTTP {}", status.as_u16()))
+            );
+        }
+        if !status.is_success() {
+            return Err(HandlerError::Failed {
+                code: ErrorCode::ConnectorHttpStatus.as_str().into(),
+                message: format!("handler answered HTTP {}", status.as_u16()),
+                retryable: false,
+            });
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|_| self.bad_response(ctx, "handler response is not JSON"))
+    }
+
+    /// Whether this call may commit the service's side effect: a mutating service, unless the
+    /// action is a dry run, a plan or a reconciliation (which commit nothing, spec 13.2).
+    fn mutating(&self, ctx: &TrustedContext) -> bool {
+        use aip_core::TransactionMode as M;
+        self.config.mutation
+            && ctx
+                .transaction
+                .as_ref()
+                .is_none_or(|t| !matches!(t.mode, M::DryRun | M::Plan | M::Reconcile))
+    }
+
+    /// A failure after the request may have reached the service: uncertain for a mutation, never a
+    /// failure to retry (spec 13.6, 19.3).
+    fn transport_failure(&self, ctx: &TrustedContext, err: &reqwest::Error) -> HandlerError {
         if err.is_connect() {
             // Nothing was sent: a definite, retryable failure even for a mutation.
             return HandlerError::Failed {
@@ -165,18 +204,21 @@ impl HttpHandler {
                 retryable: true,
             };
         }
-        if err.is_timeout() && !self.config.mutation {
+        if err.is_timeout() && !self.mutating(ctx) {
             return HandlerError::DeadlineExceeded;
         }
-        self.bad_response(if err.is_timeout() {
-            "handler call timed out"
-        } else {
-            "handler connection failed"
-        })
+        self.bad_response(
+            ctx,
+            if err.is_timeout() {
+                "handler call timed out"
+            } else {
+                "handler connection failed"
+            },
+        )
     }
 
-    fn bad_response(&self, message: &str) -> HandlerError {
-        if self.config.mutation {
+    fn bad_response(&self, ctx: &TrustedContext, message: &str) -> HandlerError {
+        if self.mutating(ctx) {
             HandlerError::UncertainOutcome(message.to_owned())
         } else {
             HandlerError::Failed {
@@ -196,7 +238,7 @@ impl ActionHandler for HttpHandler {
             modes: self.config.modes.clone(),
             cancellable: !self.config.mutation,
             mutation: self.config.mutation,
-            transactions: None,
+            transactions: self.config.transactions.clone(),
         }
     }
 
@@ -213,6 +255,44 @@ impl ActionHandler for HttpHandler {
             result = self.call(ctx, input) => result,
         }
     }
+
+    async fn reconcile(
+        &self,
+        ctx: &TrustedContext,
+        operation: &aip_core::ProviderOperationRef,
+    ) -> Result<super::Reconciliation, HandlerError> {
+        let Some(url) = &self.config.reconcile_url else {
+            return Err(HandlerError::Failed {
+                code: ErrorCode::TransactionModeUnsupported.as_str().into(),
+                message: "no reconcile_url is configured for this capability".into(),
+                retryable: false,
+            });
+        };
+        let answer = self
+            .post(url, ctx, &json!({ "operation": operation, "context": ctx }))
+            .await?;
+        let outcome = answer.get("outcome").and_then(Value::as_str);
+        match outcome {
+            Some("committed") => Ok(super::Reconciliation::Committed {
+                output: answer.get("output").cloned().unwrap_or(Value::Null),
+            }),
+            Some("not_committed") => Ok(super::Reconciliation::NotCommitted),
+            Some("pending") => Ok(super::Reconciliation::Pending {
+                retry_after_ms: answer
+                    .get("retry_after_ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(5_000)
+                    .clamp(100, 3_600_000),
+            }),
+            _ => Err(HandlerError::Failed {
+                code: ErrorCode::ConnectorFailed.as_str().into(),
+                message:
+                    "the reconcile answer names no outcome (committed, not_committed, pending)"
+                        .into(),
+                retryable: true,
+            }),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +306,8 @@ mod tests {
             mutation: false,
             modes: BTreeSet::from([Mode::Sync]),
             extra_roots_pem: pem.map(<[u8]>::to_vec),
+            transactions: None,
+            reconcile_url: None,
         }
     }
 

@@ -40,7 +40,7 @@ pub const ACCOUNT_BALANCE_MINOR: u64 = 10_000_000;
 /// Longest `hold_ms`.
 pub const MAX_HOLD_MS: u64 = 60_000;
 /// How long a payment plan stays committable.
-pub const PLAN_TTL_MS: u64 = 15 * 60 * 1000;
+pub const PLAN_TTL_MS: u64 = crate::transaction::DEFAULT_PLAN_TTL_MS;
 
 /// The payment and refund capabilities with their handlers over `store`.
 pub fn capabilities(store: &Arc<dyn Store>) -> Vec<CapabilityEntry> {

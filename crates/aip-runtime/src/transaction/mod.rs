@@ -37,6 +37,9 @@ use status::Derived;
 /// Longest plan lifetime a handler may declare (7 days).
 pub const MAX_PLAN_TTL_MS: u64 = 7 * 24 * 60 * 60 * 1000;
 
+/// How long a plan stays committable unless its capability says otherwise (15 minutes).
+pub const DEFAULT_PLAN_TTL_MS: u64 = 15 * 60 * 1000;
+
 /// What admission stores with a transactional action (`request.transaction`): everything its
 /// execution needs, from trusted state only. The approval policy hash covers it, so an approval
 /// for one plan can never authorize another (spec 26.2).
