@@ -82,7 +82,11 @@ fn normalize_rest(rest: &Value) -> Value {
     }
 }
 
-async fn setup(client: &Client) -> (String, String, String, String, String) {
+/// What the table reads: session, echo action, stream action, receipt, approval, and a planned
+/// payment's transaction and plan.
+type Setup = (String, String, String, String, String, (String, String));
+
+async fn setup(client: &Client) -> Setup {
     let hello = envelope(
         "aip.core.v1.handshake",
         json!({ "handshake": { "client": { "id": "svc:reader", "kind": "service" }, "purpose": "parity", "profiles": [] } }),
@@ -128,10 +132,32 @@ async fn setup(client: &Client) -> (String, String, String, String, String) {
         .as_str()
         .unwrap()
         .to_owned();
-    (session, echo, stream, receipt, approval)
+    // A planned payment.
+    let plan = envelope(
+        "aip.transaction.v1.request",
+        json!({ "transaction_request": { "transaction_id": id("txn_"),
+            "action": { "id": id("act_"), "capability_id": "cap:demo:payment", "input": { "amount_minor": 10, "to": "acct:parity" },
+                        "transaction": { "mode": "plan" } },
+            "requested_by": { "id": "svc:reader", "kind": "service" } } }),
+    );
+    let (status, reply) = client.post("/aip/v1/messages", &plan).await;
+    assert_eq!(status, 200, "{reply}");
+    let planned = &reply["body"]["transaction_result"];
+    let txn = (
+        planned["transaction_id"].as_str().unwrap().to_owned(),
+        planned["plan"]["plan_id"].as_str().unwrap().to_owned(),
+    );
+    (session, echo, stream, receipt, approval, txn)
 }
 
-fn table(session: &str, echo: &str, stream: &str, receipt: &str, approval: &str) -> Vec<Read> {
+fn table(
+    session: &str,
+    echo: &str,
+    stream: &str,
+    receipt: &str,
+    approval: &str,
+    (txn, plan): (&str, &str),
+) -> Vec<Read> {
     let read = |name, message_type, body: Value, rest: String, answer| Read {
         name,
         message_type,
@@ -337,6 +363,27 @@ fn table(session: &str, echo: &str, stream: &str, receipt: &str, approval: &str)
             "/aip/v1/approvals?status=pending".into(),
             "approval_list",
         ),
+        read(
+            "a transaction with its result and receipts",
+            "aip.transaction.v1.query_request",
+            json!({ "transaction_query_request": { "transaction_id": txn, "include_result": true, "include_receipts": true } }),
+            format!("/aip/v1/transactions/{txn}?include_result=true&include_receipts=true"),
+            "transaction_view",
+        ),
+        read(
+            "a transaction by its plan",
+            "aip.transaction.v1.query_request",
+            json!({ "transaction_query_request": { "plan_id": plan } }),
+            format!("/aip/v1/transactions/by-plan/{plan}"),
+            "transaction_view",
+        ),
+        read(
+            "a missing transaction",
+            "aip.transaction.v1.query_request",
+            json!({ "transaction_query_request": { "transaction_id": "txn_missing" } }),
+            "/aip/v1/transactions/txn_missing".into(),
+            "error",
+        ),
     ]
 }
 
@@ -353,11 +400,11 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         prefix,
         _dir,
     } = &node;
-    let (session, echo, stream, receipt, approval) = setup(http).await;
+    let (session, echo, stream, receipt, approval, (txn, plan)) = setup(http).await;
     let mut socket = support::ws::connect(server, token).await;
     let nats = async_nats::connect(url.as_str()).await.unwrap();
 
-    for read in table(&session, &echo, &stream, &receipt, &approval) {
+    for read in table(&session, &echo, &stream, &receipt, &approval, (&txn, &plan)) {
         let name = read.name;
         let (rest_status, rest) = http.get(&read.rest).await;
         let rest = normalize_rest(&rest);
