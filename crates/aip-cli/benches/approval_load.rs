@@ -24,15 +24,7 @@ fn main() {
         return;
     }
     let requests = common::requests(600);
-    let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
-        .unwrap_or_else(|_| "1,16".to_owned())
-        .split(',')
-        .map(|l| {
-            l.trim()
-                .parse()
-                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
-        })
-        .collect();
+    let levels = common::levels("1,16");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -38,15 +38,7 @@ fn main() {
         return;
     }
     let requests = common::requests(3000);
-    let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
-        .unwrap_or_else(|_| LEVELS.to_owned())
-        .split(',')
-        .map(|l| {
-            l.trim()
-                .parse()
-                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
-        })
-        .collect();
+    let levels = common::levels(LEVELS);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -26,15 +26,7 @@ fn main() {
         return;
     }
     let requests = common::requests(600);
-    let levels: Vec<usize> = std::env::var("AIP_BENCH_LEVELS")
-        .unwrap_or_else(|_| "1,16".to_owned())
-        .split(',')
-        .map(|l| {
-            l.trim()
-                .parse()
-                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
-        })
-        .collect();
+    let levels = common::levels("1,16");
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -53,7 +45,14 @@ fn main() {
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     run_store(&rt, "sqlite", &dir.join("sqlite"), None, requests, &levels);
     match rt.block_on(cluster::TestDb::create("transaction_load")) {
-        Some(db) => run_store(&rt, "postgres", &dir.join("pg"), Some(&db.url), requests, &levels),
+        Some(db) => run_store(
+            &rt,
+            "postgres",
+            &dir.join("pg"),
+            Some(&db.url),
+            requests,
+            &levels,
+        ),
         None => println!("(PostgreSQL skipped: AIP_TEST_POSTGRES_URL is not set)"),
     }
     println!("load average (1 min) after: {}", common::load_average());

@@ -26,6 +26,19 @@ pub fn benchmarking(name: &str) -> bool {
     false
 }
 
+/// The concurrency levels of `AIP_BENCH_LEVELS` (comma-separated), else `default`.
+pub fn levels(default: &str) -> Vec<usize> {
+    std::env::var("AIP_BENCH_LEVELS")
+        .unwrap_or_else(|_| default.to_owned())
+        .split(',')
+        .map(|l| {
+            l.trim()
+                .parse()
+                .expect("AIP_BENCH_LEVELS: comma-separated numbers")
+        })
+        .collect()
+}
+
 /// `AIP_BENCH_REQUESTS`, else `default`.
 pub fn requests(default: usize) -> usize {
     std::env::var("AIP_BENCH_REQUESTS")

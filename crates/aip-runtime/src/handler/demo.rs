@@ -383,19 +383,25 @@ fn transfer_policy(approvers: u32) -> Value {
 
 /// The dual-control tier of `cap:demo:transfer`.
 pub fn transfer_tiers() -> Vec<crate::approval::ApprovalTier> {
-    let when = crate::approval::predicate::Predicate::parse(&format!(
-        "amount_minor >= {TRANSFER_DUAL_CONTROL_MINOR}"
-    ));
-    let policy = serde_json::from_value(transfer_policy(2));
+    demo_tier(
+        &format!("amount_minor >= {TRANSFER_DUAL_CONTROL_MINOR}"),
+        transfer_policy(2),
+    )
+}
+
+/// One approval tier of a demo capability: `policy` for inputs matching `when`.
+pub(crate) fn demo_tier(when: &str, policy: Value) -> Vec<crate::approval::ApprovalTier> {
+    let when = crate::approval::predicate::Predicate::parse(when);
+    let policy = serde_json::from_value(policy);
     match (when, policy) {
         (Ok(when), Ok(policy)) => vec![crate::approval::ApprovalTier {
             when: Some(when),
             policy,
         }],
         // Fixed literals: a failure is a model change, caught by the demo tests (and the
-        // capability then admits with its single-approver contract policy only).
+        // capability then admits with its contract's own policy only).
         _ => {
-            tracing::error!("demo transfer tier does not decode");
+            tracing::error!("demo approval tier does not decode");
             Vec::new()
         }
     }

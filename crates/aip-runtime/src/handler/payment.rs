@@ -127,30 +127,20 @@ pub fn refund_capability() -> Value {
 
 /// Commits of large payments need one approver (role `approver`, not the requester).
 fn payment_tiers() -> Vec<crate::approval::ApprovalTier> {
-    let when = crate::approval::predicate::Predicate::parse(&format!(
-        "amount_minor >= {PAYMENT_APPROVAL_MINOR}"
-    ));
-    let policy = serde_json::from_value(json!({
-        "required": true,
-        "reason": "large payments are approved by an approver",
-        "approver_selector": { "type": "role", "name": "approver" },
-        "rule": { "operator": "role", "name": "approver" },
-        "minimum_distinct_principals": 1,
-        "separation_of_duties": { "requester_must_differ": true },
-        "ttl_ms": 24 * 60 * 60 * 1000,
-        "evidence_requirements": ["input_snapshot", "policy_decision"],
-        "policy_version": "demo-payment-1",
-    }));
-    match (when, policy) {
-        (Ok(when), Ok(policy)) => vec![crate::approval::ApprovalTier {
-            when: Some(when),
-            policy,
-        }],
-        _ => {
-            tracing::error!("demo payment tier does not decode");
-            Vec::new()
-        }
-    }
+    super::demo::demo_tier(
+        &format!("amount_minor >= {PAYMENT_APPROVAL_MINOR}"),
+        json!({
+            "required": true,
+            "reason": "large payments are approved by an approver",
+            "approver_selector": { "type": "role", "name": "approver" },
+            "rule": { "operator": "role", "name": "approver" },
+            "minimum_distinct_principals": 1,
+            "separation_of_duties": { "requester_must_differ": true },
+            "ttl_ms": 24 * 60 * 60 * 1000,
+            "evidence_requirements": ["input_snapshot", "policy_decision"],
+            "policy_version": "demo-payment-1",
+        }),
+    )
 }
 
 /// `cap:demo:payment` over the simulated provider.
@@ -321,15 +311,7 @@ impl PaymentHandler {
             created_at_ms: crate::clock::now_ms(),
             body: body.clone(),
         };
-        let written = match &ctx.fence {
-            Some(fence) => {
-                self.store
-                    .insert_record_fenced(record, fence, crate::clock::now_ms())
-                    .await
-            }
-            None => self.store.insert_record(record).await,
-        };
-        let output = match written {
+        let output = match write(&self.store, ctx, record).await {
             Ok(()) => body,
             // The provider is idempotent by operation id: the payment was made before.
             Err(StoreError::Duplicate { .. }) => self
@@ -360,6 +342,22 @@ impl PaymentHandler {
             ));
         }
         Ok(HandlerOutput { output })
+    }
+}
+
+/// Writes a provider record under the run's lease fence (never from a superseded worker).
+async fn write(
+    store: &Arc<dyn Store>,
+    ctx: &TrustedContext,
+    record: AppRecord,
+) -> Result<(), StoreError> {
+    match &ctx.fence {
+        Some(fence) => {
+            store
+                .insert_record_fenced(record, fence, crate::clock::now_ms())
+                .await
+        }
+        None => store.insert_record(record).await,
     }
 }
 
@@ -439,15 +437,7 @@ impl ActionHandler for RefundHandler {
             created_at_ms: crate::clock::now_ms(),
             body: body.clone(),
         };
-        let written = match &ctx.fence {
-            Some(fence) => {
-                self.store
-                    .insert_record_fenced(record, fence, crate::clock::now_ms())
-                    .await
-            }
-            None => self.store.insert_record(record).await,
-        };
-        match written {
+        match write(&self.store, ctx, record).await {
             Ok(()) => Ok(HandlerOutput { output: body }),
             Err(StoreError::Duplicate { .. }) => Err(failed(
                 ErrorCode::DemoNothingToRefund,
