@@ -339,6 +339,46 @@ async fn a_plan_binds_the_commit_and_the_commit_pays_once_under_the_plans_operat
     assert_eq!(c["result"]["output"]["payment_id"], operation);
     assert_eq!(c["result"]["output"]["plan_id"], plan_id);
     assert_eq!(count(&rt, PAYMENTS).await, 1);
+    // Each step's receipts name what it did to the transaction, in a chain that verifies.
+    let types = |action: &str| {
+        let rt = Arc::clone(&rt);
+        let action = action.to_owned();
+        async move {
+            let chain = rt
+                .store()
+                .list_receipts(TENANT, &action, aip_store::Limit::max())
+                .await
+                .unwrap();
+            chain
+                .iter()
+                .map(|r| r.receipt_type.clone())
+                .collect::<Vec<_>>()
+        }
+    };
+    let planned = types(r["action_id"].as_str().unwrap()).await;
+    assert!(
+        planned.contains(&"transaction_planned".to_owned()),
+        "{planned:?}"
+    );
+    let commit_types = types(c["action_id"].as_str().unwrap()).await;
+    for t in ["transaction_commit_started", "transaction_committed"] {
+        assert!(commit_types.contains(&t.to_owned()), "{commit_types:?}");
+    }
+    let (_, chain) = send(
+        &rt,
+        &alice(),
+        &envelope(
+            "aip.audit.v1.receipt_query_request",
+            json!({ "receipt_query_request": { "chain_id": c["action_id"] } }),
+        ),
+    )
+    .await;
+    let chain: aip_core::ReceiptChain =
+        serde_json::from_value(chain["body"]["receipt_chain"].clone()).unwrap();
+    assert!(
+        aip_core::receipts::verify_chain(&chain).is_ok(),
+        "{chain:?}"
+    );
     // The plan is now owned: committing it again is refused and pays nothing.
     let (status, reply) = send(
         &rt,

@@ -107,6 +107,16 @@ impl Runtime {
             json!({ "capability_id": record.capability, "outcome": settled.state.as_str() }),
             now,
         );
+        let mut event_data = json!({});
+        if let Some(slot) = &slot {
+            if let Some((kind, body)) =
+                crate::transaction::receipt_for(slot, settled.state, &settled.result)
+            {
+                chain.push(kind, &self.config().agent, body, now);
+            }
+            event_data =
+                crate::transaction::event_data(slot, record, settled.state, &settled.result);
+        }
         chain.push(
             ReceiptType::ResultReturned,
             &self.config().agent,
@@ -120,7 +130,7 @@ impl Runtime {
                 vec![ActionState::Running, ActionState::Cancelling],
                 (settled.state, settled.result),
                 chain,
-                json!({}),
+                event_data,
             )
             .await?;
         Ok(result)
@@ -162,6 +172,16 @@ impl Runtime {
         let mut receipt = json!({ "status": status_str(result.status), "dispatched": false });
         if let (Value::Object(receipt), Value::Object(extra)) = (&mut receipt, &data) {
             receipt.extend(extra.clone());
+        }
+        let mut data = data;
+        if let Some(slot) = crate::transaction::slot_of(record)? {
+            if let Some((kind, body)) = crate::transaction::receipt_for(&slot, state, &result) {
+                chain.push(kind, &self.config().agent, body, now);
+            }
+            let tx = crate::transaction::event_data(&slot, record, state, &result);
+            if let (Value::Object(data), Value::Object(tx)) = (&mut data, tx) {
+                data.extend(tx);
+            }
         }
         chain.push(
             ReceiptType::ResultReturned,

@@ -126,6 +126,16 @@ pub(crate) async fn admit(
             Some(approval)
         }
     };
+    // The claim of a plan (or of a direct execution) is receipted with the admission that makes it.
+    if matches!(slot["mode"].as_str(), Some("commit" | "execute")) {
+        chain.push(
+            ReceiptType::TransactionCommitStarted,
+            agent,
+            json!({ "transaction_id": slot["transaction_id"], "mode": slot["mode"], "plan_id": slot.get("plan_id"),
+                    "plan_hash": slot.get("plan_hash"), "provider_operation": slot.get("operation") }),
+            now,
+        );
+    }
     // Streaming work is queued like async work (spec 11.6): a leased worker runs it, so it survives
     // restarts and its chunks are fenced.
     let queued = mode != Mode::Sync;

@@ -112,6 +112,73 @@ pub(crate) fn mutates(capability: Option<&AdmittedCapability>, record: &ActionRe
             .is_none_or(|slot| slot.mutates())
 }
 
+/// The transaction receipt (spec 18.1's `transaction_*` types) of a step that settled in `state`
+/// with `result`, if the step has one: the plan, the dry run, the commit, the compensation, or the
+/// failure of any of them (a reconciliation's outcome is in its result).
+pub(crate) fn receipt_for(
+    slot: &Slot,
+    state: aip_store::ActionState,
+    result: &aip_core::ActionResult,
+) -> Option<(aip_core::ReceiptType, Value)> {
+    use aip_core::ReceiptType as R;
+    use aip_store::ActionState as A;
+    let mut body = json!({ "transaction_id": slot.transaction_id, "mode": slot.mode.as_str() });
+    if let Some(plan) = &slot.plan_id {
+        body["plan_id"] = json!(plan);
+    }
+    if let Some(hash) = &slot.plan_hash {
+        body["plan_hash"] = json!(hash);
+    }
+    if let Some(operation) = &slot.operation {
+        body["provider_operation"] = json!(operation);
+    }
+    let kind = match (slot.mode, state) {
+        (TransactionMode::Reconcile, _) => return None,
+        (TransactionMode::DryRun, A::Completed) => R::TransactionDryRunCompleted,
+        (TransactionMode::Plan, A::Completed) => {
+            if let Some(plan) = &slot.plan {
+                body["plan_hash"] = json!(
+                    serde_json::to_value(plan)
+                        .ok()
+                        .map(|p| aip_core::canonical::canonical_hash(&p))
+                );
+            }
+            R::TransactionPlanned
+        }
+        (TransactionMode::Compensate, A::Completed) => {
+            body["compensation_for"] = json!(slot.compensates.as_ref().map(|c| &c.action_id));
+            R::TransactionCompensated
+        }
+        (_, A::Completed) => R::TransactionCommitted,
+        (_, A::Cancelled) => return None,
+        _ => {
+            let error = result.error.as_ref();
+            body["error_code"] = json!(error.map(|e| e.code.clone()));
+            body["uncertain_outcome"] = json!(error.is_some_and(|e| e.uncertain_outcome()));
+            R::TransactionFailed
+        }
+    };
+    Some((kind, body))
+}
+
+/// What the final lifecycle event of a transactional step says of its transaction.
+pub(crate) fn event_data(
+    slot: &Slot,
+    record: &ActionRecord,
+    state: aip_store::ActionState,
+    result: &aip_core::ActionResult,
+) -> Value {
+    let mut settled = record.clone();
+    settled.state = state;
+    settled.result = serde_json::to_value(result).ok();
+    let status = status::of_step(slot.mode, &settled);
+    json!({ "transaction": {
+        "transaction_id": slot.transaction_id,
+        "mode": slot.mode.as_str(),
+        "status": status.map(|s| s.as_str()),
+    } })
+}
+
 /// What admission decided for a transactional action.
 #[derive(Debug, Clone)]
 pub(crate) struct Admitted {
