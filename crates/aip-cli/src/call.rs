@@ -74,7 +74,7 @@ pub fn run(args: CallArgs) -> ExitCode {
     crate::client::run("call", execute(args))
 }
 
-fn read_input(input: &str) -> Result<Value, Failure> {
+pub(crate) fn read_input(input: &str) -> Result<Value, Failure> {
     let text = match input.strip_prefix('@') {
         Some(path) => {
             let size = std::fs::metadata(path)

@@ -13,6 +13,7 @@ mod conformance;
 mod escalations;
 mod ops;
 mod serve;
+mod transactions;
 mod wire;
 
 /// AIP 1.0 runtime and ABP verification tools.
@@ -53,6 +54,9 @@ enum Command {
     /// The escalation desk's tool: list, show or resolve escalations on a running server.
     #[command(subcommand)]
     Escalations(escalations::EscalationsCommand),
+    /// Dry-run, plan, commit, reconcile, compensate or show transactions on a running server.
+    #[command(subcommand)]
+    Transactions(transactions::TransactionsCommand),
     /// Invoke a capability on a running server and print its result (or follow its stream).
     Call(call::CallArgs),
     /// List, show or cancel actions on a running server.
@@ -87,6 +91,7 @@ fn main() -> ExitCode {
         Command::Receipts(cmd) => wire::receipts(&cmd),
         Command::Approvals(cmd) => approvals::run(cmd),
         Command::Escalations(cmd) => escalations::run(cmd),
+        Command::Transactions(cmd) => transactions::run(cmd),
         Command::Call(args) => call::run(args),
         Command::Actions(cmd) => ops::actions(cmd),
         Command::Events(args) => ops::events(args),

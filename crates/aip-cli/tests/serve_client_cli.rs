@@ -389,6 +389,12 @@ fn every_client_command_has_help_with_an_example() {
         &["escalations", "list"],
         &["escalations", "show"],
         &["escalations", "resolve"],
+        &["transactions", "show"],
+        &["transactions", "dry-run"],
+        &["transactions", "plan"],
+        &["transactions", "commit"],
+        &["transactions", "reconcile"],
+        &["transactions", "compensate"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_aip"))
             .args(command)

@@ -426,3 +426,74 @@ async fn a_worker_stopped_past_its_lease_cannot_pay_and_its_commit_is_settled_un
     );
     drop((node_a, node_b));
 }
+
+#[tokio::test]
+async fn the_transactions_cli_plans_commits_reconciles_and_compensates_a_payment() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, None, &[]);
+    let token = data.join("admin.token");
+    let cli = |args: &[&str]| {
+        let mut all = vec!["transactions"];
+        all.extend_from_slice(args);
+        support::run_cli(&server.base, &token, &all)
+    };
+    let (code, out, err) = cli(&[
+        "dry-run",
+        "cap:demo:payment",
+        "--input",
+        r#"{"amount_minor": 900, "to": "acct:cli"}"#,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("dry_run_completed"), "{out}");
+    let input = r#"{"amount_minor": 900, "to": "acct:cli", "test_outcome": "commit_then_timeout"}"#;
+    let (code, out, err) = cli(&["plan", "cap:demo:payment", "--input", input, "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let planned: Value = serde_json::from_str(&out).unwrap();
+    let result = &planned["body"]["transaction_result"];
+    let (txn, plan) = (
+        result["transaction_id"].as_str().unwrap(),
+        result["plan"]["plan_id"].as_str().unwrap(),
+    );
+    // The commit needs only the plan; its unknown outcome exits 1 with the typed code.
+    let (code, out, err) = cli(&["commit", plan]);
+    assert_eq!(code, 1, "{out} {err}");
+    assert!(out.contains("outcome_unknown"), "{out}");
+    assert!(err.contains("aip.connector.uncertain_outcome"), "{err}");
+    let (code, out, err) = cli(&["reconcile", txn]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("reconciled"), "{out}");
+    let (code, out, _) = cli(&["show", plan, "--plan", "--json"]);
+    assert_eq!(code, 0);
+    let view: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(view["status"], "reconciled");
+    let (code, out, _) = cli(&["show", txn, "--result"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("reconciled") && out.contains(plan), "{out}");
+    // The committed action, then its refund.
+    let db = rusqlite::Connection::open(data.join("aip.sqlite")).unwrap();
+    let committed: String = db
+        .query_row(
+            "SELECT commit_action_id FROM aip_transactions WHERE transaction_id = ?1",
+            [txn],
+            |row| row.get(0),
+        )
+        .unwrap();
+    let (code, out, err) = cli(&[
+        "compensate",
+        &committed,
+        "--transaction",
+        txn,
+        "--capability",
+        "cap:demo:refund",
+        "--idempotency-key",
+        "cli-refund",
+    ]);
+    assert_eq!(code, 0, "{out} {err}");
+    assert!(out.contains("compensated"), "{out}");
+    // A refused step prints its code and exits 1.
+    let (code, _, err) = cli(&["commit", plan]);
+    assert_eq!(code, 1);
+    assert!(err.contains("aip.transaction.plan_claimed"), "{err}");
+    assert_eq!(count_sqlite(&data, "demo.refunds"), 1);
+}
