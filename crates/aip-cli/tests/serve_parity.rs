@@ -371,6 +371,13 @@ fn table(
             "transaction_view",
         ),
         read(
+            "the actions of a transaction",
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "transaction_id": txn } }),
+            format!("/aip/v1/actions?transaction_id={txn}"),
+            "action_list",
+        ),
+        read(
             "a transaction by its plan",
             "aip.transaction.v1.query_request",
             json!({ "transaction_query_request": { "plan_id": plan } }),

@@ -379,6 +379,51 @@ async fn a_plan_binds_the_commit_and_the_commit_pays_once_under_the_plans_operat
         aip_core::receipts::verify_chain(&chain).is_ok(),
         "{chain:?}"
     );
+    // The action list filters by transaction, and each action's status names its transaction.
+    let (_, list) = send(
+        &rt,
+        &alice(),
+        &envelope(
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "transaction_id": txn_id } }),
+        ),
+    )
+    .await;
+    let listed: Vec<&str> = list["body"]["action_list"]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["action_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            r["action_id"].as_str().unwrap(),
+            c["action_id"].as_str().unwrap()
+        ],
+        "{list}"
+    );
+    assert!(
+        list["body"]["action_list"]["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a["transaction_id"] == txn_id)
+    );
+    let (_, list) = send(
+        &rt,
+        &bob(),
+        &envelope(
+            "aip.lifecycle.v1.action_list_request",
+            json!({ "action_list_request": { "transaction_id": txn_id } }),
+        ),
+    )
+    .await;
+    assert_eq!(
+        list["body"]["action_list"]["actions"],
+        json!([]),
+        "another principal lists nothing: {list}"
+    );
     // The plan is now owned: committing it again is refused and pays nothing.
     let (status, reply) = send(
         &rt,

@@ -93,7 +93,8 @@ impl Runtime {
 
     /// `action_list_request`: the actions `caller` may read that match every filter (spec 16.3-16.4).
     /// A filter never widens visibility: naming a principal the caller may not read, or an approval
-    /// or transaction (no action of this runtime has one), matches nothing.
+    /// (approvals are read by their own messages), matches nothing; a transaction filter lists the
+    /// transaction's actions the caller may read.
     pub async fn read_action_list(
         &self,
         caller: &Caller,
@@ -106,7 +107,7 @@ impl Runtime {
         else {
             return Ok(empty_list());
         };
-        if request.approval_id.is_some() || request.transaction_id.is_some() {
+        if request.approval_id.is_some() {
             return Ok(empty_list());
         }
         let state = match request.state {
@@ -125,6 +126,10 @@ impl Runtime {
                 .capability_id
                 .as_ref()
                 .map(|c| c.as_str().to_owned()),
+            transaction_id: request
+                .transaction_id
+                .as_ref()
+                .map(|t| t.as_str().to_owned()),
         };
         let page = self
             .store()

@@ -37,7 +37,11 @@ pub(crate) fn status(
             .get("approval_id")
             .and_then(serde_json::Value::as_str)
             .map(aip_core::ApprovalId::new),
-        transaction_id: None,
+        transaction_id: record
+            .request
+            .pointer("/transaction/transaction_id")
+            .and_then(serde_json::Value::as_str)
+            .map(aip_core::TransactionId::new),
         delegation_id: None,
         started_at: Some(ts(record.created_at_ms)?),
         updated_at: ts(record.updated_at_ms)?,

@@ -83,6 +83,7 @@ impl Runtime {
             session_id: Some(session.session_id.clone()),
             state: None,
             capability: None,
+            transaction_id: None,
         };
         let mut requested = Vec::new();
         let mut not_cancellable = Vec::new();
@@ -484,6 +485,7 @@ impl Runtime {
             session_id: Some(s.session_id.clone()),
             state: None,
             capability: None,
+            transaction_id: None,
         };
         let active = self.store().count_active_actions(&query).await?;
         self.session_view(s, active)

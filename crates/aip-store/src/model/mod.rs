@@ -666,6 +666,9 @@ pub struct ActionQuery {
     pub state: Option<ActionState>,
     /// Only this capability.
     pub capability: Option<String>,
+    /// Only actions linked to this transaction (its dry runs, plan, commits, reconciliations and
+    /// compensations, spec 13).
+    pub transaction_id: Option<String>,
 }
 
 /// A session to create (spec 10).

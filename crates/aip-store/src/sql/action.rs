@@ -208,6 +208,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
             opt_part(q.session_id.as_deref()),
             opt_part(q.state.map(|s| s.as_str())),
             opt_part(q.capability.as_deref()),
+            opt_part(q.transaction_id.as_deref()),
         ];
         let page = ListCursor::open(&self.key, CursorKind::Actions, scope, cursor)?;
         let found = query(
@@ -218,6 +219,8 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
              AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
              AND (CAST($4 AS TEXT) IS NULL OR state = $4) \
              AND (CAST($5 AS TEXT) IS NULL OR capability = $5) \
+             AND (CAST($8 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
+                  WHERE l.tenant = aip_actions.tenant AND l.action_id = aip_actions.action_id AND l.transaction_id = $8)) \
              AND seq > $6 ORDER BY seq LIMIT $7",
         )
         .bind(&q.tenant)
@@ -227,6 +230,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
         .bind(q.capability.as_deref())
         .bind(page.after)
         .bind(limit.as_i64())
+        .bind(q.transaction_id.as_deref())
         .fetch_all(self.reader())
         .await?;
         page.page(&found, "seq", action_record)
