@@ -283,6 +283,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
             fence: Some(lease.fence),
             finish_job: true,
             now_ms: now,
+            operation: None,
         })
         .await
         .unwrap();

@@ -334,7 +334,8 @@ async fn start_ledger(ledger: Ledger) -> String {
                     if body["action"]["input"]["slow"] == true {
                         tokio::time::sleep(Duration::from_secs(2)).await;
                     }
-                    return Json(json!({ "output": { "paid": op } }));
+                    return Json(json!({ "output": { "paid": op },
+                        "provider_operation": { "provider": "ledger", "operation_id": format!("ledger-{op}") } }));
                 }
                 Json(json!({ "output": { "mode": tx["mode"] } }))
             }
@@ -491,6 +492,11 @@ handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
         .map(|c| c["context"]["transaction"]["mode"].as_str().unwrap())
         .collect();
     assert_eq!(modes, ["dry_run", "plan", "commit"]);
+    assert!(
+        calls[2]["fencing_token"].as_u64().unwrap() >= 1,
+        "{}",
+        calls[2]
+    );
     let commit_call = &calls[2]["context"]["transaction"];
     assert_eq!(commit_call["plan"]["plan_id"], plan_id.as_str());
     assert_eq!(commit_call["operation"], committed["provider_operation"]);
@@ -512,4 +518,31 @@ handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
     );
     let (_, view) = client.get(&format!("/aip/v1/transactions/{txn_id}")).await;
     assert_eq!(view["status"], "reconciled", "{view}");
+    // A commit that is answered in time keeps the service's own reference for the operation.
+    let (_, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({ "slow": false }),
+        json!({ "mode": "plan" }),
+    ))
+    .await;
+    let planned = reply["body"]["transaction_result"].clone();
+    let (_, reply) = send(tx_envelope(
+        "cap:ext:pay",
+        json!({ "slow": false }),
+        json!({ "mode": "commit",
+        "transaction_id": planned["transaction_id"], "plan_id": planned["plan"]["plan_id"] }),
+    ))
+    .await;
+    let committed = &reply["body"]["transaction_result"];
+    assert_eq!(committed["status"], "committed", "{reply}");
+    assert_eq!(
+        committed["provider_operation"]["provider"], "ledger",
+        "{reply}"
+    );
+    assert!(
+        committed["provider_operation"]["operation_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("ledger-op_")
+    );
 }

@@ -39,8 +39,8 @@ pub use caller::Caller;
 pub use dispatch::{Accept, SERVED};
 pub use error::{RuntimeError, TransactionError};
 pub use handler::{
-    ActionHandler, Compensated, HandlerError, HandlerOutput, HandlerSupport, Mode, Reconciliation,
-    TransactionContext, TransactionSupport, TrustedContext,
+    ActionHandler, Compensated, HandlerError, HandlerOutput, HandlerSupport, Mode, OperationReport,
+    Reconciliation, TransactionContext, TransactionSupport, TrustedContext,
 };
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};

@@ -337,6 +337,17 @@ async fn a_plan_binds_the_commit_and_the_commit_pays_once_under_the_plans_operat
     assert_eq!(c["status"], "committed", "{reply}");
     let operation = c["provider_operation"]["operation_id"].as_str().unwrap();
     assert_eq!(c["result"]["output"]["payment_id"], operation);
+    // The provider's own reference (reported by the handler) replaces the runtime's.
+    assert_eq!(
+        c["provider_operation"]["provider"], "demo-ledger",
+        "{reply}"
+    );
+    assert!(
+        c["provider_operation"]["request_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("req_")
+    );
     assert_eq!(c["result"]["output"]["plan_id"], plan_id);
     assert_eq!(count(&rt, PAYMENTS).await, 1);
     // Each step's receipts name what it did to the transaction, in a chain that verifies.
@@ -609,7 +620,16 @@ async fn an_uncertain_commit_is_never_retried_even_after_a_restart_and_reconcile
     let c = result(&reply);
     assert_eq!(c["status"], "outcome_unknown", "{reply}");
     assert_eq!(c["error"]["code"], "aip.connector.uncertain_outcome");
-    assert!(c["provider_operation"]["operation_id"].is_string());
+    // The provider named the operation before it stopped answering: that reference is kept, on the
+    // transaction and in the error (spec 19.3).
+    assert_eq!(
+        c["provider_operation"]["provider"], "demo-ledger",
+        "{reply}"
+    );
+    assert_eq!(
+        c["error"]["details"]["provider_operation"],
+        c["provider_operation"]
+    );
     assert_eq!(count(&rt, PAYMENTS).await, 1, "the provider did pay");
     // Restart: nothing retries the commit.
     rt.shutdown();
@@ -700,6 +720,15 @@ async fn a_commit_reconciled_as_not_committed_may_be_committed_again_and_pays_on
     .await;
     let first = result(&reply).clone();
     assert_eq!(first["status"], "outcome_unknown", "{reply}");
+    // Nothing reached the provider: the runtime's own operation is the one to reconcile.
+    assert_eq!(
+        first["provider_operation"]["provider"], "cap:t:flaky",
+        "{reply}"
+    );
+    assert_eq!(
+        first["error"]["details"]["provider_operation"],
+        first["provider_operation"]
+    );
     assert_eq!(count(&rt, PAYMENTS).await, 0);
     // Before reconciliation the plan stays claimed.
     let (_, reply) = send(

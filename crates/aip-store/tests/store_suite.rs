@@ -346,6 +346,7 @@ mod cases {
             fence: None,
             finish_job: false,
             now_ms: T0 + 1,
+            operation: None,
         }
     }
 

@@ -87,6 +87,7 @@ impl Runtime {
                 fence: None,
                 finish_job: false,
                 now_ms: now,
+                operation: None,
             };
             match self.transition_action(transition).await {
                 Ok(_) => {}

@@ -99,7 +99,14 @@ impl Runtime {
         ctx.chunks.finish(&outcome).await;
         // A dry run, plan or reconciliation answers with its own output, not the capability's.
         let check_output = slot.as_ref().is_none_or(crate::transaction::Slot::mutates);
-        let settled = result::settle(capability, &record.action_id, outcome, check_output);
+        let mut settled = result::settle(capability, &record.action_id, outcome, check_output);
+        let reported = slot.as_ref().and_then(|slot| {
+            crate::transaction::reported_operation(
+                slot,
+                ctx.provider_operation.reported(),
+                &mut settled.result,
+            )
+        });
         let now = now_ms();
         chain.push(
             ReceiptType::ToolExecuted,
@@ -130,7 +137,7 @@ impl Runtime {
                 vec![ActionState::Running, ActionState::Cancelling],
                 (settled.state, settled.result),
                 chain,
-                event_data,
+                (event_data, reported),
             )
             .await?;
         Ok(result)
@@ -195,7 +202,7 @@ impl Runtime {
             vec![record.state],
             (state, result),
             chain,
-            data,
+            (data, None),
         )
         .await
         .map(|_| ())
@@ -210,7 +217,7 @@ impl Runtime {
         from: Vec<ActionState>,
         (state, mut result): (ActionState, ActionResult),
         mut chain: ChainWriter,
-        event_data: Value,
+        (event_data, operation): (Value, Option<aip_store::ReportedOperation>),
     ) -> Result<ActionResult, RuntimeError> {
         let now = now_ms();
         result.receipt = chain.last_ref();
@@ -230,6 +237,7 @@ impl Runtime {
             fence: fence.cloned(),
             finish_job: fence.is_some(),
             now_ms: now,
+            operation,
         };
         self.transition_action(transition).await?;
         metrics::counter!("aip_actions_finished_total", "state" => state.as_str()).increment(1);
@@ -307,5 +315,6 @@ fn trusted_context(
         chunks: ChunkSink::default(),
         transaction: crate::transaction::slot_of(record)?.map(|s| s.context()),
         fence: None,
+        provider_operation: crate::handler::OperationReport::default(),
     })
 }

@@ -191,6 +191,7 @@ impl Runtime {
                         fence: Some(fence.clone()),
                         finish_job: false,
                         now_ms: now,
+                        operation: None,
                     };
                     match self.transition_action(transition).await {
                         Ok(r) => r,

@@ -297,6 +297,7 @@ impl Runtime {
             fence: None,
             finish_job: false,
             now_ms: now,
+            operation: None,
         })
     }
 
@@ -350,6 +351,7 @@ impl Runtime {
             fence: None,
             finish_job: false,
             now_ms: now,
+            operation: None,
         })
     }
 }
@@ -538,6 +540,7 @@ impl Runtime {
             fence: None,
             finish_job: false,
             now_ms: now,
+            operation: None,
         };
         self.write_approval(ApprovalWrite {
             tenant: record.tenant.clone(),

@@ -7,7 +7,8 @@
 //! A mutation whose outcome is unknown (timeout or broken connection after the request was sent, or a
 //! 5xx answer) is reported as an uncertain outcome and is never retried silently (spec 13.6, 19.3).
 //! A capability with a transaction contract gets `context.transaction` (mode, the plan on commit,
-//! the provider operation to commit under) and, with a `reconcile_url`, answers reconciliations.
+//! the provider operation to commit under) and, with a `reconcile_url`, answers reconciliations. An
+//! answer may carry `provider_operation` (the service's own reference), with any outcome.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -98,11 +99,26 @@ impl HttpHandler {
         ctx: &TrustedContext,
         input: &Value,
     ) -> Result<HandlerOutput, HandlerError> {
+        // The lease's fencing token grows with every claim of the action's job: a service that
+        // keeps the highest token it saw per operation can refuse a superseded worker (spec 13.4).
         let body = json!({
             "action": { "id": ctx.action_id, "capability_id": ctx.capability_id, "input": input },
             "context": ctx,
+            "fencing_token": ctx.fence.as_ref().map(|f| f.token),
         });
         let value = self.post(&self.config.url, ctx, &body).await?;
+        // The service may name its own reference for the operation, with any outcome.
+        if let Some(reported) = value.get("provider_operation").filter(|v| !v.is_null()) {
+            match serde_json::from_value::<aip_core::ProviderOperationRef>(reported.clone()) {
+                Ok(op) if op.provider.len() <= 256 && op.operation_id.len() <= 256 => {
+                    ctx.provider_operation.report(op);
+                }
+                _ => {
+                    return Err(self
+                        .bad_response(ctx, "handler response has a malformed provider_operation"));
+                }
+            }
+        }
         if let Some(error) = value.get("error") {
             return Err(HandlerError::Failed {
                 code: error

@@ -169,6 +169,36 @@ pub struct TrustedContext {
     /// whose lease was superseded (spec 13.4).
     #[serde(skip)]
     pub fence: Option<aip_store::Fence>,
+    /// Where the handler reports the provider's own reference for the operation, with any outcome
+    /// (spec 13.6, 19.3): as soon as the provider names it, even if the call then times out.
+    #[serde(skip)]
+    pub provider_operation: OperationReport,
+}
+
+/// A provider operation reference a handler reports while it runs (see
+/// [`TrustedContext::provider_operation`]). The last report wins.
+#[derive(Debug, Clone, Default)]
+pub struct OperationReport(
+    std::sync::Arc<std::sync::Mutex<Option<aip_core::ProviderOperationRef>>>,
+);
+
+impl OperationReport {
+    /// Reports the provider's reference for the operation.
+    pub fn report(&self, operation: aip_core::ProviderOperationRef) {
+        // A poisoned lock only means a reporter panicked mid-write; the slot stays usable.
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(operation);
+    }
+
+    /// The reported reference, if any.
+    pub fn reported(&self) -> Option<aip_core::ProviderOperationRef> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 impl TrustedContext {

@@ -32,6 +32,8 @@ pub const REFUND: &str = "cap:demo:refund";
 pub const PAYMENTS: &str = "demo.payments";
 /// The simulated provider's refunds (keyed by the refunded payment).
 pub const REFUNDS: &str = "demo.refunds";
+/// The simulated provider's name in the operation references it reports.
+pub const LEDGER: &str = "demo-ledger";
 /// Payments of at least this many minor units are committed only once an approver approved the
 /// commit (spec 26.2).
 pub const PAYMENT_APPROVAL_MINOR: u64 = 100_000;
@@ -292,6 +294,16 @@ impl PaymentHandler {
                 "the provider did not answer (the payment was never sent)".into(),
             ));
         }
+        // The provider accepts the request and names it: reported before the outcome is known, so
+        // a commit that then times out still carries the provider's own reference.
+        ctx.provider_operation.report(ProviderOperationRef {
+            provider: LEDGER.into(),
+            operation_id: operation.operation_id.clone(),
+            request_id: Some(format!(
+                "req_{}",
+                &aip_core::canonical::sha256_hex(ctx.action_id.as_bytes())[..16]
+            )),
+        });
         let tx = ctx.transaction.as_ref();
         let body = json!({
             "payment_id": operation.operation_id,

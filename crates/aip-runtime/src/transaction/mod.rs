@@ -161,6 +161,35 @@ pub(crate) fn receipt_for(
     Some((kind, body))
 }
 
+/// The provider operation of a settled commit or direct execution (spec 13.6, 19.3): the one its
+/// handler reported, else the runtime's. A failure's error keeps it in `details.provider_operation`;
+/// a reported one is returned to be recorded on the transaction with the settlement.
+pub(crate) fn reported_operation(
+    slot: &Slot,
+    reported: Option<ProviderOperationRef>,
+    result: &mut aip_core::ActionResult,
+) -> Option<aip_store::ReportedOperation> {
+    if !matches!(
+        slot.mode,
+        TransactionMode::Commit | TransactionMode::Execute
+    ) {
+        return None;
+    }
+    let effective = reported.clone().or_else(|| slot.operation.clone());
+    if let (Some(error), Some(operation)) = (result.error.as_mut(), &effective) {
+        let mut details = error.details.take().unwrap_or_else(|| json!({}));
+        if let Value::Object(map) = &mut details {
+            map.insert("provider_operation".into(), json!(operation));
+        }
+        error.details = Some(details);
+    }
+    let operation = serde_json::to_value(reported?).ok()?;
+    Some(aip_store::ReportedOperation {
+        transaction_id: slot.transaction_id.clone(),
+        operation,
+    })
+}
+
 /// What the final lifecycle event of a transactional step says of its transaction.
 pub(crate) fn event_data(
     slot: &Slot,

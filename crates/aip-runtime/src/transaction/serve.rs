@@ -84,7 +84,17 @@ impl Runtime {
         action_id: &str,
     ) -> Result<TransactionResult, RuntimeError> {
         let record = self.visible_action(caller, action_id).await?;
-        let slot = slot_of(&record)?.ok_or(RuntimeError::NotFound("transaction"))?;
+        let mut slot = slot_of(&record)?.ok_or(RuntimeError::NotFound("transaction"))?;
+        // A commit's operation is what its provider reported, once it has (recorded on the row).
+        if let Some((row, _)) = self
+            .store()
+            .transaction_of_action(&record.tenant, &record.action_id)
+            .await?
+            && row.commit_action_id.as_deref() == Some(record.action_id.as_str())
+            && let Some(operation) = row.operation.and_then(|o| serde_json::from_value(o).ok())
+        {
+            slot.operation = Some(operation);
+        }
         step_result(&record, &slot)
     }
 

@@ -590,6 +590,18 @@ pub struct Transition {
     pub finish_job: bool,
     /// Time, epoch ms.
     pub now_ms: i64,
+    /// The provider operation this action's provider reported (spec 13.6, 19.3): recorded on its
+    /// transaction in the same transaction, when the action is still that transaction's commit.
+    pub operation: Option<ReportedOperation>,
+}
+
+/// A provider operation reference a commit's provider reported with its outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReportedOperation {
+    /// The transaction (of the transition's tenant).
+    pub transaction_id: String,
+    /// The wire `ProviderOperationRef`.
+    pub operation: Value,
 }
 
 /// Durable admission: everything written in ONE transaction (design.md "Durability").

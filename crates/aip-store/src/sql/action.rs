@@ -381,6 +381,16 @@ pub(super) async fn tx_transition<D: Dialect>(
             });
         }
     };
+    if let Some(reported) = &t.operation {
+        super::transaction::tx_report_operation(
+            &mut *tx,
+            &t.tenant,
+            &t.action_id,
+            reported,
+            t.now_ms,
+        )
+        .await?;
+    }
     receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
     D::append_events(&mut *tx, &t.events).await?;
     Ok(record)

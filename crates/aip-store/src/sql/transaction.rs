@@ -183,6 +183,30 @@ pub(super) async fn tx_link(
     Ok(())
 }
 
+/// Records the provider operation `action_id`'s provider reported, when that action is still its
+/// transaction's commit (a version bump, so a reconciliation admitted against the old reference
+/// conflicts instead).
+pub(super) async fn tx_report_operation(
+    tx: &mut dyn Tx,
+    tenant: &str,
+    action_id: &str,
+    reported: &ReportedOperation,
+    now_ms: i64,
+) -> StoreResult<()> {
+    query(
+        "UPDATE aip_transactions SET operation = $4, version = version + 1, updated_at_ms = $5 \
+         WHERE tenant = $1 AND transaction_id = $2 AND commit_action_id = $3",
+    )
+    .bind(tenant)
+    .bind(&reported.transaction_id)
+    .bind(action_id)
+    .bind(Json(&reported.operation))
+    .bind(now_ms)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 /// The column naming the action in `role` (a fixed identifier, never input).
 fn role_column(role: TransactionRole) -> &'static str {
     match role {
