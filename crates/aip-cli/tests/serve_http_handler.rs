@@ -351,6 +351,12 @@ async fn start_ledger(ledger: Ledger) -> String {
                     .as_str()
                     .unwrap_or_default()
                     .to_owned();
+                // The first question only gets a cursor to continue from.
+                if body["cursor"].is_null() {
+                    return Json(
+                        json!({ "outcome": "pending", "retry_after_ms": 1000, "cursor": "page-2" }),
+                    );
+                }
                 if l.booked.lock().await.contains(&op) {
                     Json(json!({ "outcome": "committed", "output": { "paid": op } }))
                 } else {
@@ -502,19 +508,38 @@ handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
     assert_eq!(commit_call["operation"], committed["provider_operation"]);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(ledger.calls.lock().await.len(), 3, "never retried");
-    // The service is asked about the recorded operation: it was booked.
-    let (_, reply) = send(tx_envelope(
-        "cap:ext:pay",
-        json!({}),
-        json!({ "mode": "reconcile", "transaction_id": txn_id }),
-    ))
-    .await;
+    // The service is asked about the recorded operation: not yet known, continue from a cursor.
+    let reconcile = || {
+        tx_envelope(
+            "cap:ext:pay",
+            json!({}),
+            json!({ "mode": "reconcile", "transaction_id": txn_id }),
+        )
+    };
+    let (_, reply) = send(reconcile()).await;
+    let pending = &reply["body"]["transaction_result"];
+    assert_eq!(pending["status"], "outcome_unknown", "{reply}");
+    assert_eq!(pending["reconciliation_cursor"], "page-2");
+    assert!(pending["reconcile_after"].is_string());
+    // A request naming another cursor than the retained one is refused.
+    let mut wrong = reconcile();
+    wrong["body"]["transaction_request"]["reconciliation_cursor"] = json!("page-9");
+    let (_, reply) = send(wrong).await;
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"], "aip.transaction.plan_mismatch",
+        "{reply}"
+    );
+    // The next reconciliation continues from the retained cursor: it was booked.
+    let (_, reply) = send(reconcile()).await;
     let reconciled = &reply["body"]["transaction_result"];
     assert_eq!(reconciled["status"], "reconciled", "{reply}");
     assert_eq!(reconciled["result"]["output"]["outcome"], "committed");
+    let asked = ledger.reconciled.lock().await.clone();
+    assert_eq!(asked.len(), 2);
+    assert_eq!(asked[0]["operation"], committed["provider_operation"]);
     assert_eq!(
-        ledger.reconciled.lock().await[0]["operation"],
-        committed["provider_operation"]
+        asked[1]["cursor"], "page-2",
+        "the retained cursor is handed on"
     );
     let (_, view) = client.get(&format!("/aip/v1/transactions/{txn_id}")).await;
     assert_eq!(view["status"], "reconciled", "{view}");

@@ -285,7 +285,15 @@ impl ActionHandler for HttpHandler {
             });
         };
         let answer = self
-            .post(url, ctx, &json!({ "operation": operation, "context": ctx }))
+            .post(
+                url,
+                ctx,
+                &json!({
+                    "operation": operation,
+                    "cursor": ctx.transaction.as_ref().and_then(|t| t.reconciliation_cursor.clone()),
+                    "context": ctx,
+                }),
+            )
             .await?;
         let outcome = answer.get("outcome").and_then(Value::as_str);
         match outcome {
@@ -299,6 +307,11 @@ impl ActionHandler for HttpHandler {
                     .and_then(Value::as_u64)
                     .unwrap_or(5_000)
                     .clamp(100, 3_600_000),
+                cursor: answer
+                    .get("cursor")
+                    .and_then(Value::as_str)
+                    .filter(|c| c.len() <= 1024)
+                    .map(str::to_owned),
             }),
             _ => Err(HandlerError::Failed {
                 code: ErrorCode::ConnectorFailed.as_str().into(),

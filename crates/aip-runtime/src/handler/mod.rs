@@ -87,6 +87,8 @@ pub struct TransactionContext {
     pub operation: Option<aip_core::ProviderOperationRef>,
     /// With `compensate`: the committed operation being compensated.
     pub compensates: Option<Compensated>,
+    /// With `reconcile`: the cursor the previous reconciliation of this operation returned.
+    pub reconciliation_cursor: Option<String>,
 }
 
 /// The committed operation a compensating action compensates (spec 13.7).
@@ -117,6 +119,9 @@ pub enum Reconciliation {
     Pending {
         /// When to ask again, ms from now.
         retry_after_ms: u64,
+        /// The provider's cursor to continue from: retained and handed to the next
+        /// reconciliation (`TransactionContext::reconciliation_cursor`).
+        cursor: Option<String>,
     },
 }
 

@@ -272,6 +272,7 @@ impl ActionHandler for PaymentHandler {
             Ok(None) => Ok(Reconciliation::NotCommitted),
             Err(_) => Ok(Reconciliation::Pending {
                 retry_after_ms: 5_000,
+                cursor: None,
             }),
         }
     }

@@ -62,6 +62,9 @@ pub(crate) struct Slot {
     /// With `dry_run`: the fidelity the dry run runs at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fidelity: Option<DryRunFidelity>,
+    /// With `reconcile`: the cursor the previous reconciliation returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cursor: Option<String>,
 }
 
 impl Slot {
@@ -83,6 +86,7 @@ impl Slot {
                 .flatten(),
             operation: self.operation.clone(),
             compensates: self.compensates.clone(),
+            reconciliation_cursor: self.cursor.clone(),
         }
     }
 }
@@ -313,6 +317,7 @@ impl Runtime {
             operation: None,
             compensates: None,
             fidelity: None,
+            cursor: None,
         };
         match context.mode {
             TransactionMode::DryRun | TransactionMode::Plan => {
@@ -395,6 +400,8 @@ impl Runtime {
                     })?;
                 let mut slot = slot(TransactionMode::Reconcile, &record.transaction_id);
                 slot.operation = Some(operation);
+                // Spec 13.6: continue from the cursor the previous reconciliation returned.
+                slot.cursor = derived.reconciliation_cursor.clone();
                 Ok(Admitted {
                     slot,
                     link: link(
@@ -646,6 +653,7 @@ impl Runtime {
                 operation: Some(operation),
                 compensates: None,
                 fidelity: None,
+                cursor: None,
             },
         })
     }
@@ -779,6 +787,7 @@ impl Runtime {
                     output,
                 }),
                 fidelity: None,
+                cursor: None,
             },
         })
     }

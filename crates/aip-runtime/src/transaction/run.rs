@@ -66,10 +66,13 @@ pub(crate) async fn step(
                 Reconciliation::NotCommitted => {
                     json!({ "outcome": "not_committed", "provider_operation": operation })
                 }
-                Reconciliation::Pending { retry_after_ms } => {
+                Reconciliation::Pending {
+                    retry_after_ms,
+                    cursor,
+                } => {
                     let after = crate::clock::now_ms()
                         .saturating_add(i64::try_from(retry_after_ms).unwrap_or(i64::MAX));
-                    json!({ "outcome": "pending", "provider_operation": operation, "reconcile_after_ms": after })
+                    json!({ "outcome": "pending", "provider_operation": operation, "reconcile_after_ms": after, "cursor": cursor })
                 }
             };
             Ok(HandlerOutput { output })

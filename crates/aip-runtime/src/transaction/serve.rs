@@ -63,6 +63,24 @@ impl Runtime {
                 .into());
             }
         }
+        if let Some(cursor) = &body.reconciliation_cursor {
+            // A reconciliation continues from the cursor the runtime retained; another is refused.
+            let retained = match self
+                .store()
+                .get_transaction(&caller.tenant, body.transaction_id.as_str())
+                .await?
+                .filter(|r| r.principal == caller.id)
+            {
+                Some(record) => self.derive(&record).await?.reconciliation_cursor,
+                None => None,
+            };
+            if retained.as_deref() != Some(cursor.as_str()) {
+                return Err(TransactionError::PlanMismatch(
+                    "reconciliation_cursor is not the one the last reconciliation returned".into(),
+                )
+                .into());
+            }
+        }
         let submitted = self
             .submit_action(caller, ActionRequest::from_envelope(request, &action))
             .await?;
@@ -219,9 +237,11 @@ pub(crate) fn step_result(
         | TransactionProtocolStatus::Cancelled => stored.as_ref().and_then(|r| r.error.clone()),
         _ => None,
     };
-    let reconcile_after = match status::reconciled(stored.as_ref()) {
-        Some(Outcome::Pending(Some(at))) => aip_core::Timestamp::from_unix_millis(at),
-        _ => None,
+    let (reconcile_after, reconciliation_cursor) = match status::reconciled(stored.as_ref()) {
+        Some(Outcome::Pending(at, cursor)) => {
+            (at.and_then(aip_core::Timestamp::from_unix_millis), cursor)
+        }
+        _ => (None, None),
     };
     // Only a plan step carries its plan: a result's plan must name the result's own action
     // (spec 13.3), and a commit is another action than the plan's.
@@ -240,7 +260,7 @@ pub(crate) fn step_result(
         error,
         receipt_chain: None,
         provider_operation: slot.operation.clone(),
-        reconciliation_cursor: None,
+        reconciliation_cursor,
         reconcile_after,
     })
 }

@@ -30,6 +30,8 @@ pub(crate) struct Derived {
     pub(crate) error: Option<ProtocolError>,
     /// With a pending reconciliation: when to ask the provider again, epoch ms.
     pub(crate) reconcile_after_ms: Option<i64>,
+    /// With a pending reconciliation: the provider's cursor to continue from (spec 13.6).
+    pub(crate) reconciliation_cursor: Option<String>,
 }
 
 impl Derived {
@@ -56,7 +58,7 @@ pub(crate) fn of_step(mode: TransactionMode, record: &ActionRecord) -> Option<S>
             TransactionMode::Plan => S::Planned,
             TransactionMode::Compensate => S::Compensated,
             TransactionMode::Reconcile => match reconciled(stored.as_ref()) {
-                Some(Outcome::Pending(_)) | None => S::OutcomeUnknown,
+                Some(Outcome::Pending(..)) | None => S::OutcomeUnknown,
                 Some(_) => S::Reconciled,
             },
             _ => S::Committed,
@@ -87,7 +89,7 @@ pub(crate) fn of_step(mode: TransactionMode, record: &ActionRecord) -> Option<S>
 pub(crate) enum Outcome {
     Committed(Option<Value>),
     NotCommitted,
-    Pending(Option<i64>),
+    Pending(Option<i64>, Option<String>),
 }
 
 pub(crate) fn reconciled(result: Option<&ActionResult>) -> Option<Outcome> {
@@ -97,6 +99,10 @@ pub(crate) fn reconciled(result: Option<&ActionResult>) -> Option<Outcome> {
         "not_committed" => Some(Outcome::NotCommitted),
         "pending" => Some(Outcome::Pending(
             output.get("reconcile_after_ms").and_then(Value::as_i64),
+            output
+                .get("cursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         )),
         _ => None,
     }
@@ -147,7 +153,10 @@ pub(crate) async fn derive(
                     d.error = None;
                 }
                 Some(Outcome::NotCommitted) if step == S::Reconciled => d.error = None,
-                Some(Outcome::Pending(after)) => d.reconcile_after_ms = after,
+                Some(Outcome::Pending(after, cursor)) => {
+                    d.reconcile_after_ms = after;
+                    d.reconciliation_cursor = cursor;
+                }
                 _ => {
                     if let Some(e) = error_of(&reconcile) {
                         d.error = Some(e);
