@@ -305,7 +305,14 @@ async fn step(
             "operation",
             text(&result["provider_operation"]["operation_id"]),
         ),
-        ("output", text(&result["result"]["output"])),
+        // A plan's output repeats the plan: its provider quote is what is new.
+        (
+            "output",
+            text(match result["result"]["output"].get("quote") {
+                Some(quote) if result["status"] == "planned" => quote,
+                _ => &result["result"]["output"],
+            }),
+        ),
         ("error", text(&result["error"]["code"])),
     ]);
     if result["status"] == "failed" || result["status"] == "outcome_unknown" {
