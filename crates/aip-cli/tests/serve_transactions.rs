@@ -75,6 +75,27 @@ async fn the_demo_payment_plans_commits_reconciles_and_refunds_over_http_and_sur
         payment["contract"]["compensation"]["compensation_capability_id"],
         "cap:demo:refund"
     );
+    assert_eq!(
+        manifest["governance"]["transaction_messages"],
+        json!([
+            "aip.transaction.v1.request",
+            "aip.transaction.v1.query_request"
+        ])
+    );
+    // The discovery filter finds exactly the transactional capabilities.
+    let filter = envelope(
+        "aip.discovery.v1.manifest_request",
+        json!({ "manifest_request": { "filter": { "supports_transactions": true } } }),
+    );
+    let (status, filtered) = send(&admin, &filter).await;
+    assert_eq!(status, 200, "{filtered}");
+    let ids: Vec<&str> = filtered["body"]["manifest"]["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["cap:demo:payment"]);
     // Dry run: nothing paid.
     let (status, reply) = send(
         &admin,

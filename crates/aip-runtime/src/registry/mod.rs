@@ -282,9 +282,15 @@ impl Registry {
             .map(|t| t.as_str())
             .filter(|t| t.starts_with("aip.core.v1.escalation"))
             .collect();
+        let transaction_messages: Vec<&str> = crate::dispatch::SERVED
+            .iter()
+            .map(|t| t.as_str())
+            .filter(|t| t.starts_with("aip.transaction."))
+            .collect();
         let mut governance = json!({
             "approval_messages": policy_messages,
             "escalation_messages": escalation_messages,
+            "transaction_messages": transaction_messages,
         });
         if !tiers.is_empty() {
             governance["approval_tiers"] = Value::Object(tiers);

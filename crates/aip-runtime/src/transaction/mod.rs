@@ -614,6 +614,12 @@ impl Runtime {
             return Err(TransactionError::PlanExpired.into());
         }
         let derived = self.derive(&record).await?;
+        if derived.status.is_none() {
+            return Err(TransactionError::Conflict(
+                "the plan is still being made; commit it once it is planned".into(),
+            )
+            .into());
+        }
         let committable = match derived.status {
             Some(aip_core::TransactionProtocolStatus::Planned) => true,
             Some(aip_core::TransactionProtocolStatus::Reconciled) => !derived.committed,
