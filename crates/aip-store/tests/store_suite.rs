@@ -90,6 +90,7 @@ suite!(
     concurrent_commits_of_one_plan_admit_exactly_one,
     a_transaction_id_is_created_once_and_a_stale_version_is_refused,
     a_fenced_record_is_written_only_under_a_live_lease,
+    action_lists_and_audit_filter_by_transaction,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -1775,6 +1776,7 @@ mod cases {
             session_id: None,
             from_ms: None,
             to_ms: None,
+            transaction_id: None,
         };
         assert_eq!(
             ids(s.list_audit(&alice, None, Limit::max()).await.unwrap()),
@@ -1787,6 +1789,7 @@ mod cases {
             session_id: None,
             from_ms: None,
             to_ms: None,
+            transaction_id: None,
         };
         let first = s
             .list_audit(&t1, None, Limit::new(1).unwrap())

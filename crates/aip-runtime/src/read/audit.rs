@@ -30,14 +30,6 @@ impl Runtime {
         }
         self.check_tenant(caller, request.tenant_id.as_deref())?;
         let limit = self.limit(request.limit)?;
-        // No audit event of this runtime is about a transaction: that filter matches nothing.
-        if request.transaction_id.is_some() {
-            return Ok(AuditQueryResult {
-                events: Vec::new(),
-                receipt_chains: Vec::new(),
-                cursor: None,
-            });
-        }
         let millis = |t: Option<&aip_core::Timestamp>| match t {
             Some(t) => t.unix_millis().map(Some).ok_or(RuntimeError::InvalidQuery(
                 "from and to must be valid instants",
@@ -54,6 +46,11 @@ impl Runtime {
                     session_id: request.session_id.as_ref().map(|s| s.as_str().to_owned()),
                     from_ms: millis(request.from.as_ref())?,
                     to_ms: millis(request.to.as_ref())?,
+                    // The events about the transaction's actions (its steps and compensations).
+                    transaction_id: request
+                        .transaction_id
+                        .as_ref()
+                        .map(|t| t.as_str().to_owned()),
                 },
                 request.cursor.as_deref(),
                 limit,

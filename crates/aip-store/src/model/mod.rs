@@ -825,6 +825,8 @@ pub struct AuditQuery {
     pub from_ms: Option<i64>,
     /// Only events at or before this time, epoch ms.
     pub to_ms: Option<i64>,
+    /// Only events about actions linked to this transaction (spec 13).
+    pub transaction_id: Option<String>,
 }
 
 /// A generic application record (e.g. the demo booking capability's bookings).

@@ -112,6 +112,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
             || q.session_id.is_some()
             || q.from_ms.is_some()
             || q.to_ms.is_some()
+            || q.transaction_id.is_some()
         {
             scope.extend([
                 opt_part(q.action_id.as_deref()),
@@ -119,6 +120,9 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
                 opt_part(q.from_ms.map(|t| t.to_string()).as_deref()),
                 opt_part(q.to_ms.map(|t| t.to_string()).as_deref()),
             ]);
+        }
+        if q.transaction_id.is_some() {
+            scope.push(opt_part(q.transaction_id.as_deref()));
         }
         let page = ListCursor::open(&self.key, CursorKind::Audit, scope, cursor)?;
         let found = query(
@@ -128,6 +132,8 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
              AND (CAST($6 AS TEXT) IS NULL OR session_id = $6) \
              AND (CAST($7 AS BIGINT) IS NULL OR occurred_at_ms >= $7) \
              AND (CAST($8 AS BIGINT) IS NULL OR occurred_at_ms <= $8) \
+             AND (CAST($9 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
+                  WHERE l.tenant = aip_audit.tenant AND l.action_id = aip_audit.action_id AND l.transaction_id = $9)) \
              AND seq > $3 ORDER BY seq LIMIT $4",
         )
         .bind(&q.tenant)
@@ -138,6 +144,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         .bind(q.session_id.as_deref())
         .bind(q.from_ms)
         .bind(q.to_ms)
+        .bind(q.transaction_id.as_deref())
         .fetch_all(self.reader())
         .await?;
         page.page(&found, "seq", audit_record)

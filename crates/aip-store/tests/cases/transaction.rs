@@ -190,3 +190,71 @@ pub async fn a_fenced_record_is_written_only_under_a_live_lease(h: &Harness) {
             .is_none()
     );
 }
+
+pub async fn action_lists_and_audit_filter_by_transaction(h: &Harness) {
+    let s = &h.store;
+    admit_ok(s, linked("fp1", "txnf", TransactionRole::Plan, None)).await;
+    admit_ok(s, linked("fc1", "txnf", TransactionRole::Commit, Some(0))).await;
+    admit_ok(s, admission("fx1", None)).await;
+    let q = |txn: &str| ActionQuery {
+        tenant: "t1".into(),
+        transaction_id: Some(txn.into()),
+        ..Default::default()
+    };
+    let ids = |p: Page<ActionRecord>| p.items.into_iter().map(|r| r.action_id).collect::<Vec<_>>();
+    assert_eq!(
+        ids(s
+            .list_actions(&q("txnf"), None, Limit::max())
+            .await
+            .unwrap()),
+        ["fp1", "fc1"]
+    );
+    assert!(
+        s.list_actions(&q("txn-none"), None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let mut other = q("txnf");
+    other.tenant = "t2".into();
+    assert!(
+        s.list_actions(&other, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    // A cursor of one transaction's list is not another's.
+    let first = s
+        .list_actions(&q("txnf"), None, Limit::new(1).unwrap())
+        .await
+        .unwrap();
+    assert!(
+        s.list_actions(&q("txn-none"), Some(&first.next_cursor), Limit::max())
+            .await
+            .is_err()
+    );
+    for (id, action) in [("af1", "fc1"), ("af2", "fx1")] {
+        s.append_audit(NewAudit {
+            audit_id: id.into(),
+            tenant: "t1".into(),
+            actor: "alice".into(),
+            action_label: "action.cancel_requested".into(),
+            occurred_at_ms: T0,
+            data: json!({}),
+            action_id: Some(action.into()),
+            session_id: None,
+        })
+        .await
+        .unwrap();
+    }
+    let audit = AuditQuery {
+        tenant: "t1".into(),
+        transaction_id: Some("txnf".into()),
+        ..Default::default()
+    };
+    let found = s.list_audit(&audit, None, Limit::max()).await.unwrap();
+    let found: Vec<String> = found.items.into_iter().map(|a| a.audit_id).collect();
+    assert_eq!(found, ["af1"]);
+}
