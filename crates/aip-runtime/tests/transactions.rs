@@ -464,11 +464,20 @@ async fn a_plan_binds_the_commit_and_the_commit_pays_once_under_the_plans_operat
         assert_eq!(v["plan"]["plan_id"], plan_id);
         assert_eq!(v["result"]["output"]["payment_id"], operation);
         assert!(v["receipt_chain"]["receipts"].as_array().unwrap().len() >= 4);
-        let (status, hidden) = view(&rt, &bob(), selector).await;
+        let (status, hidden) = view(&rt, &bob(), selector.clone()).await;
         assert_eq!(
             (status, code(&hidden)),
             (404, "aip.core.not_found"),
             "{hidden}"
+        );
+        // A tenant-wide reader sees the transaction, but not the planned input.
+        let auditor = support::caller("svc:auditor", TENANT, &["read:tenant"]);
+        let (status, seen) = view(&rt, &auditor, selector).await;
+        assert_eq!(status, 200, "{seen}");
+        let plan = &seen["body"]["transaction_view"]["plan"];
+        assert!(
+            plan["input_hash"].is_string() && plan.get("input_snapshot").is_none(),
+            "{plan}"
         );
     }
 }

@@ -143,8 +143,17 @@ impl Runtime {
         let record = found
             .filter(|r| caller.may_read(&r.tenant, &r.principal))
             .ok_or(RuntimeError::NotFound("transaction"))?;
-        self.transaction_view(&record, query.include_result, query.include_receipts)
-            .await
+        let mut view = self
+            .transaction_view(&record, query.include_result, query.include_receipts)
+            .await?;
+        // The planned input is its owner's: a tenant-wide reader sees the plan without it (its
+        // hash still binds the plan).
+        if record.principal != caller.id
+            && let Some(plan) = view.plan.as_mut()
+        {
+            plan.input_snapshot = None;
+        }
+        Ok(view)
     }
 
     async fn transaction_view(
