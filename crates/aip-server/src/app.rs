@@ -46,6 +46,9 @@ pub enum ServeError {
     /// Binding or serving failed.
     #[error("listen: {0}")]
     Io(#[from] std::io::Error),
+    /// The node key could not be loaded or created.
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
 }
 
 /// A started server: its router and runtime (for tests that embed it).
@@ -56,6 +59,8 @@ pub struct Server {
     pub runtime: Arc<Runtime>,
     /// Configured principals (shared with the NATS binding).
     pub auth: Arc<AuthIndex>,
+    /// The node's `did:key` (the manifest agent's `did`).
+    pub node_did: String,
 }
 
 /// Open the store, admit capabilities, recover, and build the router.
@@ -88,9 +93,15 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             .map_err(|_| ServeError::Config(format!("{} is not an Ed25519 did:key", signer.did)))?;
         trusted_signers.insert(signer.did.clone(), signer.principal.clone());
     }
+    let identity = crate::identity::NodeIdentity::load_or_create(
+        &config.data_dir,
+        config.node_key_file.as_deref(),
+    )?;
+    let mut agent = agent_principal(&config.agent.id, &config.agent.name);
+    agent.did = Some(identity.did().to_owned());
     let limits = &config.limits;
     let runtime_config = RuntimeConfig {
-        agent: agent_principal(&config.agent.id, &config.agent.name),
+        agent,
         default_timeout_ms: limits.default_action_timeout_ms,
         max_timeout_ms: limits.max_action_timeout_ms,
         max_list_limit: limits.max_list_limit,
@@ -141,6 +152,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         router,
         runtime,
         auth,
+        node_did: identity.did().to_owned(),
     })
 }
 
@@ -198,6 +210,15 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             );
         }
     }
+    println!(
+        "aip serve: node identity {} (key in {})",
+        server.node_did,
+        config
+            .node_key_file
+            .clone()
+            .unwrap_or_else(|| config.data_dir.join(crate::identity::NODE_KEY_FILE))
+            .display()
+    );
     match &config.database {
         Some(location) => println!(
             "aip serve: {} store at {}; data in {}",

@@ -39,6 +39,10 @@ pub struct Config {
     /// Directory holding the SQLite database and the admin token.
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
+    /// The node's Ed25519 key file (`aip keys generate` format, mode 0600); unset:
+    /// `<data_dir>/node.key`, created on first start. Its did:key is the manifest agent's `did`.
+    #[serde(default)]
+    pub node_key_file: Option<PathBuf>,
     /// Store location: `postgres://…` for a database several nodes share, or a SQLite path /
     /// `sqlite://path`. Unset: `<data_dir>/aip.sqlite` (docs/storage.md).
     #[serde(default)]
@@ -478,6 +482,7 @@ impl Default for Config {
         Self {
             listen: default_listen(),
             data_dir: default_data_dir(),
+            node_key_file: None,
             database: None,
             nats: crate::nats::NatsConfig::default(),
             allowed_hosts: Vec::new(),

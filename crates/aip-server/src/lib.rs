@@ -9,6 +9,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 pub mod http;
+pub mod identity;
 pub mod links;
 pub mod nats;
 pub mod routes;
