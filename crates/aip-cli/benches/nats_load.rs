@@ -262,6 +262,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
             }),
             approval: None,
             transaction: None,
+            timers: Vec::new(),
         })
         .await
         .unwrap();

@@ -518,3 +518,69 @@ async fn the_transactions_cli_plans_commits_reconciles_and_compensates_a_payment
     assert!(err.contains("aip.transaction.plan_claimed"), "{err}");
     assert_eq!(count_sqlite(&data, "demo.refunds"), 1);
 }
+
+#[tokio::test]
+async fn an_unknown_outcome_is_reconciled_by_the_runtime_after_a_kill_9_and_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env = [("AIP_LIMITS__RECONCILE_AFTER_MS", "1500")];
+    let mut server = Server::start(&data, None, &env);
+    let admin = server.admin();
+    let odd =
+        json!({ "amount_minor": 700, "to": "acct:shop", "test_outcome": "commit_then_timeout" });
+    let (_, reply) = send(
+        &admin,
+        &txn(
+            "admin",
+            "cap:demo:payment",
+            odd.clone(),
+            json!({ "mode": "plan" }),
+        ),
+    )
+    .await;
+    let (txn_id, plan_id) = (
+        result(&reply)["transaction_id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+        result(&reply)["plan"]["plan_id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    let (_, reply) = send(
+        &admin,
+        &txn(
+            "admin",
+            "cap:demo:payment",
+            odd,
+            json!({ "mode": "commit", "transaction_id": txn_id, "plan_id": plan_id }),
+        ),
+    )
+    .await;
+    assert_eq!(result(&reply)["status"], "outcome_unknown", "{reply}");
+    // The timer was admitted with the commit: it survives the kill and fires after the restart.
+    server.kill();
+    let server = Server::start(&data, None, &env);
+    let admin = server.admin();
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        let (_, v) = admin
+            .get(&format!(
+                "/aip/v1/transactions/{txn_id}?include_result=true"
+            ))
+            .await;
+        status = v;
+        if status["status"] == "reconciled" {
+            break;
+        }
+        pause(100).await;
+    }
+    assert_eq!(status["status"], "reconciled", "{status}");
+    assert_eq!(status["result"]["output"]["outcome"], "committed");
+    assert_eq!(
+        count_sqlite(&data, "demo.payments"),
+        1,
+        "the commit never ran again"
+    );
+}

@@ -51,6 +51,9 @@ pub struct RuntimeConfig {
     pub directory: HashMap<String, Vec<String>>,
     /// Declared resources (spec 9.7), checked with `resource::check_resources`.
     pub resources: Vec<crate::resource::ResourceEntry>,
+    /// How long after a commit's admission the runtime first reconciles it if its outcome is then
+    /// unknown (spec 13.6; the commit itself is never retried); 0: only on request.
+    pub reconcile_after_ms: u64,
 }
 
 /// Spec 22.2-22.3 settings.
@@ -121,6 +124,10 @@ impl Runtime {
         crate::worker::start(self, Arc::new(crate::action::job::ActionJobs));
         crate::worker::start(self, Arc::new(crate::approval::expiry::ApprovalTimers));
         crate::worker::start(self, Arc::new(crate::escalation::EscalationTimers));
+        crate::worker::start(
+            self,
+            Arc::new(crate::transaction::reconcile::ReconcileTimers),
+        );
         Ok(())
     }
 

@@ -69,6 +69,11 @@ impl ActionHandler for Flaky {
 /// payment capability), `cap:t:short` (plans live 300 ms), `cap:t:flaky`, `cap:t:final` (payments
 /// that declare they cannot roll back) and the demo approvers in the directory.
 async fn node(path: &Path) -> Arc<Runtime> {
+    node_reconciling(path, 0).await
+}
+
+/// [`node`] that reconciles unknown outcomes by itself `reconcile_after_ms` after a commit.
+async fn node_reconciling(path: &Path, reconcile_after_ms: u64) -> Arc<Runtime> {
     let store: Arc<dyn aip_store::Store> =
         Arc::new(aip_store::SqliteStore::open(path).await.unwrap());
     let mut entries = demo_capabilities(Arc::clone(&store));
@@ -101,6 +106,7 @@ async fn node(path: &Path) -> Arc<Runtime> {
         Arc::new(PaymentHandler::new(Arc::clone(&store))),
     ));
     let mut config = support::runtime_config(2, 30_000);
+    config.reconcile_after_ms = reconcile_after_ms;
     for c in [approver(), alice()] {
         config.directory.insert(c.id.clone(), c.resolver_keys());
     }
@@ -1017,4 +1023,78 @@ fn the_payment_handler_declares_no_transaction_mode_beyond_what_it_executes() {
         modes,
         BTreeSet::from(["commit", "dry_run", "execute", "plan", "reconcile"])
     );
+}
+
+/// Polls the transaction's view until `status` (bounded).
+async fn until_status(rt: &Arc<Runtime>, txn_id: &str, status: &str) -> Value {
+    for _ in 0..200 {
+        let (_, v) = view(
+            rt,
+            &alice(),
+            json!({ "transaction_id": txn_id, "include_result": true }),
+        )
+        .await;
+        if v["body"]["transaction_view"]["status"] == status {
+            return v["body"]["transaction_view"].clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("{txn_id} never reached {status}");
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_reconciled_by_the_runtime_itself_and_the_commit_is_never_retried() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = node_reconciling(&dir.path().join("a.sqlite"), 200).await;
+    let input =
+        json!({ "amount_minor": 1_300, "to": "acct:shop", "test_outcome": "commit_then_timeout" });
+    let (txn_id, plan_id) = plan(&rt, &alice(), "cap:demo:payment", input.clone()).await;
+    let (_, reply) = send(
+        &rt,
+        &alice(),
+        &commit(&alice(), "cap:demo:payment", input, &txn_id, &plan_id),
+    )
+    .await;
+    assert_eq!(result(&reply)["status"], "outcome_unknown", "{reply}");
+    // The runtime reconciles as the commit's principal: the provider did pay.
+    let v = until_status(&rt, &txn_id, "reconciled").await;
+    assert_eq!(v["result"]["output"]["outcome"], "committed", "{v}");
+    assert_eq!(v["transaction"]["mode"], "reconcile");
+    let reconcile = v["action_id"].as_str().unwrap();
+    let status = rt
+        .action_status(&alice(), reconcile, false, false, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        status.transaction_id.as_ref().map(|t| t.as_str()),
+        Some(txn_id.as_str())
+    );
+    assert_eq!(
+        count(&rt, PAYMENTS).await,
+        1,
+        "the commit itself never runs again"
+    );
+    // A link that lost the commit before the provider: reconciled as not committed, plan free.
+    let (txn_id, plan_id) = plan(&rt, &alice(), "cap:t:flaky", pay(500)).await;
+    let (_, reply) = send(
+        &rt,
+        &alice(),
+        &commit(&alice(), "cap:t:flaky", pay(500), &txn_id, &plan_id),
+    )
+    .await;
+    assert_eq!(result(&reply)["status"], "outcome_unknown", "{reply}");
+    let v = until_status(&rt, &txn_id, "reconciled").await;
+    assert_eq!(v["result"]["output"]["outcome"], "not_committed", "{v}");
+    let (_, reply) = send(
+        &rt,
+        &alice(),
+        &commit(&alice(), "cap:t:flaky", pay(500), &txn_id, &plan_id),
+    )
+    .await;
+    assert_eq!(result(&reply)["status"], "committed", "{reply}");
+    // A commit that completed leaves its timer nothing to do.
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let v = until_status(&rt, &txn_id, "committed").await;
+    assert_eq!(v["transaction"]["mode"], "commit");
+    assert_eq!(count(&rt, PAYMENTS).await, 2);
 }

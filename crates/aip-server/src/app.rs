@@ -124,6 +124,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         profiles: profiles(config),
         directory: auth.directory(),
         resources,
+        reconcile_after_ms: limits.reconcile_after_ms,
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;

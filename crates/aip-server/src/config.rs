@@ -180,6 +180,10 @@ pub struct Limits {
     /// Lease length of a claimed async action in milliseconds.
     #[serde(default = "default_lease_ms")]
     pub lease_ms: u64,
+    /// How long after a commit's admission its outcome is first reconciled when it is then
+    /// unknown (spec 13.6); 0: only on request.
+    #[serde(default = "default_reconcile_after_ms")]
+    pub reconcile_after_ms: u64,
     /// Claims of an action's job before it is given up (`dead_lettered`), 1..=100.
     #[serde(default = "default_job_max_attempts")]
     pub job_max_attempts: u32,
@@ -441,6 +445,11 @@ impl Config {
                 "limits.job_max_attempts must be within 1..=100".into(),
             ));
         }
+        if l.reconcile_after_ms > 86_400_000 {
+            return Err(ConfigError::Invalid(
+                "limits.reconcile_after_ms must be at most 86400000 (0: only on request)".into(),
+            ));
+        }
         if l.lease_ms < 1000 {
             return Err(ConfigError::Invalid(
                 "limits.lease_ms must be at least 1000".into(),
@@ -522,6 +531,7 @@ impl Default for Limits {
             max_action_timeout_ms: default_max_action_timeout_ms(),
             async_workers: default_workers(),
             lease_ms: default_lease_ms(),
+            reconcile_after_ms: default_reconcile_after_ms(),
             job_max_attempts: default_job_max_attempts(),
             stream_heartbeat_ms: default_stream_heartbeat_ms(),
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
@@ -607,6 +617,10 @@ fn default_workers() -> u32 {
 fn default_job_max_attempts() -> u32 {
     5
 }
+fn default_reconcile_after_ms() -> u64 {
+    10_000
+}
+
 fn default_lease_ms() -> u64 {
     30_000
 }

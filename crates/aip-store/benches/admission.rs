@@ -83,6 +83,7 @@ fn admission(run: &str) -> Admission {
         lease: None,
         approval: None,
         transaction: None,
+        timers: Vec::new(),
     }
 }
 

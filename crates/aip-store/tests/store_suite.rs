@@ -309,6 +309,7 @@ mod cases {
             lease: None,
             approval: None,
             transaction: None,
+            timers: Vec::new(),
         }
     }
 

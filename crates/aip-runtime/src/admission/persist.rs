@@ -126,8 +126,19 @@ pub(crate) async fn admit(
             Some(approval)
         }
     };
-    // The claim of a plan (or of a direct execution) is receipted with the admission that makes it.
+    // The claim of a plan (or of a direct execution) is receipted with the admission that makes it,
+    // and its reconciliation timer is queued with it (spec 13.6: durable from the first moment).
+    let mut timers = Vec::new();
     if matches!(slot["mode"].as_str(), Some("commit" | "execute")) {
+        if let Some(timer) = crate::transaction::reconcile::timer(
+            runtime,
+            &caller.tenant,
+            &action_id,
+            slot["transaction_id"].as_str().unwrap_or_default(),
+            now,
+        ) {
+            timers.push(timer);
+        }
         chain.push(
             ReceiptType::TransactionCommitStarted,
             agent,
@@ -229,6 +240,7 @@ pub(crate) async fn admit(
         lease,
         approval: gate,
         transaction: link,
+        timers,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {

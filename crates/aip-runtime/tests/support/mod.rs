@@ -208,6 +208,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         profiles: vec![aip_core::ProfileId::new("aip.native.http.v1")],
         directory: HashMap::new(),
         resources: Vec::new(),
+        reconcile_after_ms: 0,
     }
 }
 

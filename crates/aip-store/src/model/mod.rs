@@ -627,6 +627,9 @@ pub struct Admission {
     /// The transaction the action creates, claims or joins (spec 13), linked in the same
     /// transaction; a lost compare-and-set refuses the whole admission.
     pub transaction: Option<TransactionLink>,
+    /// Further jobs queued with the admission (timers of other queues, such as a commit's
+    /// reconciliation timer), never leased by it.
+    pub timers: Vec<NewJob>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

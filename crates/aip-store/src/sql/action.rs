@@ -134,6 +134,14 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                     super::transaction::tx_link(&mut *tx, &act.tenant, &act.action_id, link, now)
                         .await?;
                 }
+                for timer in &a.timers {
+                    if timer.tenant != act.tenant {
+                        return Err(StoreError::InvalidInput(
+                            "an admission's timers belong to its tenant",
+                        ));
+                    }
+                    job::tx_insert_job(&mut *tx, timer, None).await?;
+                }
                 receipt::tx_append_receipts(&mut *tx, &a.receipts).await?;
                 let mut lease = None;
                 if let Some(job) = &a.job {
