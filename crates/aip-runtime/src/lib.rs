@@ -13,6 +13,7 @@
 mod action;
 pub mod admission;
 pub mod approval;
+pub mod callback;
 pub mod caller;
 pub mod clock;
 mod dispatch;
