@@ -445,7 +445,11 @@ handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
         capability(&format!(", reconcile_url = \"{base}/pay/reconcile\"")),
     )
     .unwrap();
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let server = Server::start(
+        &dir.path().join("data"),
+        Some(&config),
+        &[("AIP_LIMITS__RECONCILE_AFTER_MS", "0")],
+    );
     let client = server.client("svc-token");
     let send = |env: Value| {
         let client = server.client("svc-token");

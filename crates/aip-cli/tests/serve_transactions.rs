@@ -56,7 +56,9 @@ fn count_sqlite(data: &Path, collection: &str) -> i64 {
 async fn the_demo_payment_plans_commits_reconciles_and_refunds_over_http_and_survives_a_kill() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut server = Server::start(&data, None, &[]);
+    // Reconciliation is the test's to ask for here (the runtime's own timer is tested below).
+    let manual = [("AIP_LIMITS__RECONCILE_AFTER_MS", "0")];
+    let mut server = Server::start(&data, None, &manual);
     let admin = server.admin();
     // The manifest advertises the transaction contract the runtime executes.
     let (_, manifest) = admin.get("/aip/v1/manifest").await;
@@ -204,7 +206,7 @@ async fn the_demo_payment_plans_commits_reconciles_and_refunds_over_http_and_sur
     assert_eq!(count_sqlite(&data, "demo.payments"), 2);
     // kill -9 and restart: the commit is never retried.
     server.kill();
-    let server = Server::start(&data, None, &[]);
+    let server = Server::start(&data, None, &manual);
     let admin = server.admin();
     pause(1_500).await;
     assert_eq!(count_sqlite(&data, "demo.payments"), 2, "never retried");
@@ -334,7 +336,10 @@ async fn a_worker_stopped_past_its_lease_cannot_pay_and_its_commit_is_settled_un
     };
     let dir = tempfile::tempdir().unwrap();
     let (data_a, data_b) = (dir.path().join("a"), dir.path().join("b"));
-    let env = [("AIP_LIMITS__LEASE_MS", "1000")];
+    let env = [
+        ("AIP_LIMITS__LEASE_MS", "1000"),
+        ("AIP_LIMITS__RECONCILE_AFTER_MS", "0"),
+    ];
     let node_a = cluster::start_node(&data_a, &db.url, &env, None);
     std::fs::create_dir_all(&data_b).unwrap();
     let target = data_b.join("admin.token");
@@ -452,7 +457,7 @@ async fn a_worker_stopped_past_its_lease_cannot_pay_and_its_commit_is_settled_un
 async fn the_transactions_cli_plans_commits_reconciles_and_compensates_a_payment() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let server = Server::start(&data, None, &[]);
+    let server = Server::start(&data, None, &[("AIP_LIMITS__RECONCILE_AFTER_MS", "0")]);
     let token = data.join("admin.token");
     let cli = |args: &[&str]| {
         let mut all = vec!["transactions"];
