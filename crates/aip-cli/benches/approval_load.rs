@@ -15,7 +15,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -53,7 +52,7 @@ fn main() {
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
             rt.block_on(common::measure(requests, concurrency, move |_| {
                 let (http, base, token) = (http.clone(), base.clone(), token.clone());
-                async move { sync_action(&http, &base, &token).await }
+                async move { common::sync_echo(&http, &base, &token).await }
             }))
         };
         let flow = {
@@ -85,42 +84,14 @@ fn main() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn fresh(prefix: &str) -> String {
-    static SEQ: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}bench_{}_{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn call(request: reqwest::RequestBuilder) -> Value {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "HTTP {status}: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
 fn action(capability: &str, mode: &str, input: Value) -> Value {
     json!({
         "aip_version": "1.0",
         "message_type": "aip.core.v1.action",
-        "message_id": fresh("msg_"),
+        "message_id": common::fresh("msg_"),
         "sent_at": aip_core::Timestamp::now(),
-        "body": { "action": { "id": fresh("act_"), "capability_id": capability, "mode": mode, "input": input } },
+        "body": { "action": { "id": common::fresh("act_"), "capability_id": capability, "mode": mode, "input": input } },
     })
-}
-
-async fn sync_action(http: &reqwest::Client, base: &str, token: &str) {
-    let envelope = action("cap:demo:echo", "sync", json!({ "text": "hello" }));
-    call(
-        http.post(format!("{base}/aip/v1/actions"))
-            .bearer_auth(token)
-            .header("content-type", "application/aip+json")
-            .body(envelope.to_string()),
-    )
-    .await;
 }
 
 async fn approval_flow(http: &reqwest::Client, base: &str, token: &str, approver: &str) {
@@ -133,7 +104,7 @@ async fn approval_flow(http: &reqwest::Client, base: &str, token: &str, approver
         .as_str()
         .unwrap()
         .to_owned();
-    let ack = call(
+    let ack = common::call(
         http.post(format!("{base}/aip/v1/actions"))
             .bearer_auth(token)
             .header("content-type", "application/aip+json")
@@ -144,7 +115,7 @@ async fn approval_flow(http: &reqwest::Client, base: &str, token: &str, approver
         .as_str()
         .expect("the ack names its approval")
         .to_owned();
-    let decided = call(
+    let decided = common::call(
         http.post(format!("{base}/aip/v1/approvals/{approval_id}/decision"))
             .bearer_auth(approver)
             .json(&json!({ "decision": "approved" })),
@@ -152,7 +123,7 @@ async fn approval_flow(http: &reqwest::Client, base: &str, token: &str, approver
     .await;
     assert_eq!(decided["status"], "approved", "{decided}");
     loop {
-        let view = call(
+        let view = common::call(
             http.get(format!("{base}/aip/v1/actions/{action_id}?wait_ms=10000"))
                 .bearer_auth(token),
         )

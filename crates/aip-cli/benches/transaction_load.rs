@@ -17,7 +17,6 @@ mod common;
 mod support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
 
@@ -75,7 +74,7 @@ fn run_store(
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
             rt.block_on(common::measure(requests, concurrency, move |_| {
                 let (http, base, token) = (http.clone(), base.clone(), token.clone());
-                async move { sync_action(&http, &base, &token).await }
+                async move { common::sync_echo(&http, &base, &token).await }
             }))
         };
         let pair = {
@@ -99,49 +98,15 @@ fn run_store(
     drop(node);
 }
 
-fn fresh(prefix: &str) -> String {
-    static SEQ: AtomicUsize = AtomicUsize::new(0);
-    format!(
-        "{prefix}bench_{}_{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    )
-}
-
-async fn call(request: reqwest::RequestBuilder) -> Value {
-    let response = request.send().await.unwrap();
-    let status = response.status();
-    let text = response.text().await.unwrap();
-    assert!(status.is_success(), "HTTP {status}: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-async fn sync_action(http: &reqwest::Client, base: &str, token: &str) {
-    let envelope = json!({
-        "aip_version": "1.0",
-        "message_type": "aip.core.v1.action",
-        "message_id": fresh("msg_"),
-        "sent_at": aip_core::Timestamp::now(),
-        "body": { "action": { "id": fresh("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "text": "hello" } } },
-    });
-    call(
-        http.post(format!("{base}/aip/v1/actions"))
-            .bearer_auth(token)
-            .header("content-type", "application/aip+json")
-            .body(envelope.to_string()),
-    )
-    .await;
-}
-
 fn transaction(transaction_id: &str, context: Value) -> Value {
     json!({
         "aip_version": "1.0",
         "message_type": "aip.transaction.v1.request",
-        "message_id": fresh("msg_"),
+        "message_id": common::fresh("msg_"),
         "sent_at": aip_core::Timestamp::now(),
         "body": { "transaction_request": {
             "transaction_id": transaction_id,
-            "action": { "id": fresh("act_"), "capability_id": "cap:demo:payment", "mode": "sync",
+            "action": { "id": common::fresh("act_"), "capability_id": "cap:demo:payment", "mode": "sync",
                         "input": { "amount_minor": 500, "to": "acct:bench" }, "transaction": context },
             "requested_by": { "id": "admin", "kind": "human" },
         } },
@@ -149,9 +114,9 @@ fn transaction(transaction_id: &str, context: Value) -> Value {
 }
 
 async fn plan_and_commit(http: &reqwest::Client, base: &str, token: &str) {
-    let transaction_id = fresh("txn_");
+    let transaction_id = common::fresh("txn_");
     let post = |envelope: Value| {
-        call(
+        common::call(
             http.post(format!("{base}/aip/v1/messages"))
                 .bearer_auth(token)
                 .header("content-type", "application/aip+json")

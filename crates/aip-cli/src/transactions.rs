@@ -150,33 +150,13 @@ async fn execute(command: TransactionsCommand) -> Result<(), Failure> {
             server,
             input,
             transaction,
-        } => {
-            let context = json!({ "mode": "dry_run", "transaction_id": transaction });
-            step(
-                &server,
-                &capability,
-                crate::call::read_input(&input)?,
-                context,
-                None,
-            )
-            .await
-        }
+        } => opening_step("dry_run", &server, &capability, &input, transaction).await,
         TransactionsCommand::Plan {
             capability,
             server,
             input,
             transaction,
-        } => {
-            let context = json!({ "mode": "plan", "transaction_id": transaction });
-            step(
-                &server,
-                &capability,
-                crate::call::read_input(&input)?,
-                context,
-                None,
-            )
-            .await
-        }
+        } => opening_step("plan", &server, &capability, &input, transaction).await,
         TransactionsCommand::Commit {
             plan,
             server,
@@ -244,6 +224,25 @@ async fn execute(command: TransactionsCommand) -> Result<(), Failure> {
             .await
         }
     }
+}
+
+/// A dry run or a plan: `capability` with `input`, in `transaction` or a fresh one.
+async fn opening_step(
+    mode: &str,
+    server: &ServerArgs,
+    capability: &str,
+    input: &str,
+    transaction: Option<String>,
+) -> Result<(), Failure> {
+    let context = json!({ "mode": mode, "transaction_id": transaction });
+    step(
+        server,
+        capability,
+        crate::call::read_input(input)?,
+        context,
+        None,
+    )
+    .await
 }
 
 /// Sends one `aip.transaction.v1.request` as the signed-in principal and prints its result (or the

@@ -38,6 +38,26 @@ async fn send(client: &Client, env: &Value) -> (u16, Value) {
     client.post("/aip/v1/messages", env).await
 }
 
+/// Plans a `cap:demo:payment` of `input` as `admin`; returns (transaction id, plan id).
+async fn plan_payment(client: &Client, input: Value) -> (String, String) {
+    let (_, reply) = send(
+        client,
+        &txn(
+            "admin",
+            "cap:demo:payment",
+            input,
+            json!({ "mode": "plan" }),
+        ),
+    )
+    .await;
+    let planned = result(&reply);
+    assert_eq!(planned["status"], "planned", "{reply}");
+    (
+        planned["transaction_id"].as_str().unwrap().to_owned(),
+        planned["plan"]["plan_id"].as_str().unwrap().to_owned(),
+    )
+}
+
 fn result(reply: &Value) -> &Value {
     &reply["body"]["transaction_result"]
 }
@@ -171,26 +191,7 @@ async fn the_demo_payment_plans_commits_reconciles_and_refunds_over_http_and_sur
     // An uncertain commit: the provider pays, then never answers.
     let odd =
         json!({ "amount_minor": 4_000, "to": "acct:shop", "test_outcome": "commit_then_timeout" });
-    let (_, reply) = send(
-        &admin,
-        &txn(
-            "admin",
-            "cap:demo:payment",
-            odd.clone(),
-            json!({ "mode": "plan" }),
-        ),
-    )
-    .await;
-    let (odd_txn, odd_plan) = (
-        result(&reply)["transaction_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        result(&reply)["plan"]["plan_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-    );
+    let (odd_txn, odd_plan) = plan_payment(&admin, odd.clone()).await;
     let (_, reply) = send(
         &admin,
         &txn(
@@ -348,26 +349,7 @@ async fn a_worker_stopped_past_its_lease_cannot_pay_and_its_commit_is_settled_un
     let node_b = cluster::start_node(&data_b, &db.url, &env, None);
     let (a, b) = (node_a.admin(), node_b.admin());
     let held = json!({ "amount_minor": 2_000, "to": "acct:shop", "hold_ms": 2_500 });
-    let (_, reply) = send(
-        &a,
-        &txn(
-            "admin",
-            "cap:demo:payment",
-            held.clone(),
-            json!({ "mode": "plan" }),
-        ),
-    )
-    .await;
-    let (txn_id, plan_id) = (
-        result(&reply)["transaction_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        result(&reply)["plan"]["plan_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-    );
+    let (txn_id, plan_id) = plan_payment(&a, held.clone()).await;
     // A sync commit runs on node A under A's lease; stop A while the provider call is held.
     let commit = txn(
         "admin",
@@ -533,26 +515,7 @@ async fn an_unknown_outcome_is_reconciled_by_the_runtime_after_a_kill_9_and_rest
     let admin = server.admin();
     let odd =
         json!({ "amount_minor": 700, "to": "acct:shop", "test_outcome": "commit_then_timeout" });
-    let (_, reply) = send(
-        &admin,
-        &txn(
-            "admin",
-            "cap:demo:payment",
-            odd.clone(),
-            json!({ "mode": "plan" }),
-        ),
-    )
-    .await;
-    let (txn_id, plan_id) = (
-        result(&reply)["transaction_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-        result(&reply)["plan"]["plan_id"]
-            .as_str()
-            .unwrap()
-            .to_owned(),
-    );
+    let (txn_id, plan_id) = plan_payment(&admin, odd.clone()).await;
     let (_, reply) = send(
         &admin,
         &txn(

@@ -232,3 +232,41 @@ where
         p99_ms: pct(0.99),
     }
 }
+
+/// A fresh id with `prefix`, unique in this process.
+pub fn fresh(prefix: &str) -> String {
+    static SEQ: AtomicUsize = AtomicUsize::new(0);
+    format!(
+        "{prefix}bench_{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Sends `request` and returns its JSON answer; any non-success status fails the benchmark.
+pub async fn call(request: reqwest::RequestBuilder) -> Value {
+    let response = request.send().await.unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "HTTP {status}: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// One sync `cap:demo:echo` action over HTTP, answered after its durable result: the baseline the
+/// flow benchmarks measure beside their flows.
+pub async fn sync_echo(http: &reqwest::Client, base: &str, token: &str) {
+    let envelope = json!({
+        "aip_version": "1.0",
+        "message_type": "aip.core.v1.action",
+        "message_id": fresh("msg_"),
+        "sent_at": aip_core::Timestamp::now(),
+        "body": { "action": { "id": fresh("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "text": "hello" } } },
+    });
+    call(
+        http.post(format!("{base}/aip/v1/actions"))
+            .bearer_auth(token)
+            .header("content-type", "application/aip+json")
+            .body(envelope.to_string()),
+    )
+    .await;
+}

@@ -33,9 +33,10 @@ impl Runtime {
         mut chain: ChainWriter,
     ) -> Result<ActionResult, RuntimeError> {
         let token = CancellationToken::new();
+        let slot = crate::transaction::slot_of(record)?;
         let mut ctx = trusted_context(record, token.clone())?;
         ctx.fence = fence.cloned();
-        let slot = crate::transaction::slot_of(record)?;
+        ctx.transaction = slot.as_ref().map(crate::transaction::Slot::context);
         if ctx.mode == Mode::Streaming {
             ctx.chunks = ChunkSink::streaming(Arc::clone(self.store()), record, fence.cloned());
         }
@@ -121,8 +122,7 @@ impl Runtime {
             {
                 chain.push(kind, &self.config().agent, body, now);
             }
-            event_data =
-                crate::transaction::event_data(slot, record, settled.state, &settled.result);
+            event_data = crate::transaction::event_data(slot, settled.state, &settled.result);
         }
         chain.push(
             ReceiptType::ResultReturned,
@@ -185,7 +185,7 @@ impl Runtime {
             if let Some((kind, body)) = crate::transaction::receipt_for(&slot, state, &result) {
                 chain.push(kind, &self.config().agent, body, now);
             }
-            let tx = crate::transaction::event_data(&slot, record, state, &result);
+            let tx = crate::transaction::event_data(&slot, state, &result);
             if let (Value::Object(data), Value::Object(tx)) = (&mut data, tx) {
                 data.extend(tx);
             }
@@ -313,7 +313,8 @@ fn trusted_context(
         deadline: Instant::now() + Duration::from_millis(remaining),
         cancellation,
         chunks: ChunkSink::default(),
-        transaction: crate::transaction::slot_of(record)?.map(|s| s.context()),
+        // Set by the caller, which has parsed the stored slot already.
+        transaction: None,
         fence: None,
         provider_operation: crate::handler::OperationReport::default(),
     })

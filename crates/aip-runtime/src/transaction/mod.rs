@@ -69,6 +69,21 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
+    /// The slot of a `mode` step of `transaction_id`, with nothing else yet.
+    pub(crate) fn new(mode: TransactionMode, transaction_id: &str) -> Self {
+        Slot {
+            mode,
+            transaction_id: transaction_id.to_owned(),
+            plan_id: None,
+            plan: None,
+            plan_hash: None,
+            operation: None,
+            compensates: None,
+            fidelity: None,
+            cursor: None,
+        }
+    }
+
     /// Whether this mode may produce a business side effect (a mutation).
     pub(crate) fn mutates(&self) -> bool {
         !matches!(
@@ -198,14 +213,10 @@ pub(crate) fn reported_operation(
 /// What the final lifecycle event of a transactional step says of its transaction.
 pub(crate) fn event_data(
     slot: &Slot,
-    record: &ActionRecord,
     state: aip_store::ActionState,
     result: &aip_core::ActionResult,
 ) -> Value {
-    let mut settled = record.clone();
-    settled.state = state;
-    settled.result = serde_json::to_value(result).ok();
-    let status = status::of_step(slot.mode, &settled);
+    let status = status::of_settled(slot.mode, state, Some(result));
     json!({ "transaction": {
         "transaction_id": slot.transaction_id,
         "mode": slot.mode.as_str(),
@@ -309,17 +320,7 @@ impl Runtime {
             plan: None,
             operation: None,
         };
-        let slot = |mode, transaction_id: &str| Slot {
-            mode,
-            transaction_id: transaction_id.to_owned(),
-            plan_id: None,
-            plan: None,
-            plan_hash: None,
-            operation: None,
-            compensates: None,
-            fidelity: None,
-            cursor: None,
-        };
+        let slot = Slot::new;
         match context.mode {
             TransactionMode::DryRun | TransactionMode::Plan => {
                 let (transaction_id, version) = self
@@ -652,15 +653,11 @@ impl Runtime {
                 operation: Some(serde_json::to_value(&operation).map_err(corrupt)?),
             },
             slot: Slot {
-                mode: TransactionMode::Commit,
-                transaction_id,
                 plan_id: Some(plan_id.to_owned()),
                 plan: Some(plan),
                 plan_hash: Some(plan_hash),
                 operation: Some(operation),
-                compensates: None,
-                fidelity: None,
-                cursor: None,
+                ..Slot::new(TransactionMode::Commit, &transaction_id)
             },
         })
     }
@@ -781,20 +778,14 @@ impl Runtime {
                 operation: None,
             },
             slot: Slot {
-                mode: TransactionMode::Compensate,
-                transaction_id: record.transaction_id.clone(),
                 plan_id: record.plan_id.clone(),
-                plan: None,
-                plan_hash: None,
-                operation: None,
                 compensates: Some(Compensated {
                     action_id: target.as_str().to_owned(),
                     capability_id: record.capability.clone(),
                     operation,
                     output,
                 }),
-                fidelity: None,
-                cursor: None,
+                ..Slot::new(TransactionMode::Compensate, &record.transaction_id)
             },
         })
     }

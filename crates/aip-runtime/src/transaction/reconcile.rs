@@ -86,42 +86,26 @@ impl Runtime {
     /// Runs one claimed reconciliation timer.
     async fn check_commit(self: &Arc<Self>, lease: &Lease) -> Result<(), RuntimeError> {
         let fence = &lease.fence;
-        let next = self.next_step(lease).await?;
-        let next = match next {
-            Next::Reconcile => {
-                self.reconcile_as_owner(lease).await?;
-                // What the reconciliation found decides whether to look again.
-                self.next_step(lease).await?
-            }
-            other => other,
-        };
-        match next {
-            Next::Done => Ok(self.store().complete_job(fence, now_ms()).await?),
-            Next::Later(not_before) => {
-                let backoff = (1_000_i64 << lease.attempt.min(6)).min(MAX_BACKOFF_MS);
-                let now = now_ms();
-                let at = not_before.unwrap_or(0).max(now.saturating_add(backoff));
-                self.store()
-                    .fail_job(fence, now, Some(at), "the outcome is not known yet")
-                    .await?;
-                Ok(())
-            }
-            // A reconciliation just ran and the outcome is still unknown with nobody on it (its
-            // own run failed): look again later.
-            Next::Reconcile => {
-                let now = now_ms();
-                let backoff = (1_000_i64 << lease.attempt.min(6)).min(MAX_BACKOFF_MS);
-                self.store()
-                    .fail_job(
-                        fence,
-                        now,
-                        Some(now.saturating_add(backoff)),
-                        "reconciliation failed",
-                    )
-                    .await?;
-                Ok(())
-            }
+        let mut next = self.next_step(lease).await?;
+        if matches!(next, Next::Reconcile) {
+            self.reconcile_as_owner(lease).await?;
+            // What the reconciliation found decides whether to look again.
+            next = self.next_step(lease).await?;
         }
+        let not_before = match next {
+            Next::Done => return Ok(self.store().complete_job(fence, now_ms()).await?),
+            Next::Later(not_before) => not_before,
+            // The reconciliation just run left the outcome unknown with nobody on it (its own
+            // run failed): look again later.
+            Next::Reconcile => None,
+        };
+        let now = now_ms();
+        let backoff = (1_000_i64 << lease.attempt.min(6)).min(MAX_BACKOFF_MS);
+        let at = not_before.unwrap_or(0).max(now.saturating_add(backoff));
+        self.store()
+            .fail_job(fence, now, Some(at), "the outcome is not known yet")
+            .await?;
+        Ok(())
     }
 
     /// Where the timer's commit stands.

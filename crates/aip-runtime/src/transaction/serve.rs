@@ -48,38 +48,8 @@ impl Runtime {
             Some(_) => {}
             None => context.transaction_id = Some(body.transaction_id.clone()),
         }
-        if let Some(named) = &body.provider_operation {
-            // A reconciliation may name the operation it expects; it must be the recorded one.
-            let stored = self
-                .store()
-                .get_transaction(&caller.tenant, body.transaction_id.as_str())
-                .await?
-                .filter(|r| r.principal == caller.id)
-                .and_then(|r| r.operation);
-            if stored != serde_json::to_value(named).ok() {
-                return Err(TransactionError::PlanMismatch(
-                    "provider_operation is not the transaction's recorded operation".into(),
-                )
-                .into());
-            }
-        }
-        if let Some(cursor) = &body.reconciliation_cursor {
-            // A reconciliation continues from the cursor the runtime retained; another is refused.
-            let retained = match self
-                .store()
-                .get_transaction(&caller.tenant, body.transaction_id.as_str())
-                .await?
-                .filter(|r| r.principal == caller.id)
-            {
-                Some(record) => self.derive(&record).await?.reconciliation_cursor,
-                None => None,
-            };
-            if retained.as_deref() != Some(cursor.as_str()) {
-                return Err(TransactionError::PlanMismatch(
-                    "reconciliation_cursor is not the one the last reconciliation returned".into(),
-                )
-                .into());
-            }
+        if body.provider_operation.is_some() || body.reconciliation_cursor.is_some() {
+            self.check_reconciliation_request(caller, body).await?;
         }
         let submitted = self
             .submit_action(caller, ActionRequest::from_envelope(request, &action))
@@ -93,6 +63,42 @@ impl Runtime {
             }
             other => Ok(crate::action::reply(request, other)),
         }
+    }
+
+    /// A request may name the provider operation and the reconciliation cursor it expects (spec
+    /// 13.6): they must be the ones the runtime retained for the caller's transaction.
+    async fn check_reconciliation_request(
+        &self,
+        caller: &Caller,
+        body: &TransactionRequest,
+    ) -> Result<(), RuntimeError> {
+        let record = self
+            .store()
+            .get_transaction(&caller.tenant, body.transaction_id.as_str())
+            .await?
+            .filter(|r| r.principal == caller.id);
+        if let Some(named) = &body.provider_operation {
+            let stored = record.as_ref().and_then(|r| r.operation.clone());
+            if stored != serde_json::to_value(named).ok() {
+                return Err(TransactionError::PlanMismatch(
+                    "provider_operation is not the transaction's recorded operation".into(),
+                )
+                .into());
+            }
+        }
+        if let Some(cursor) = &body.reconciliation_cursor {
+            let retained = match &record {
+                Some(record) => self.derive(record).await?.reconciliation_cursor,
+                None => None,
+            };
+            if retained.as_deref() != Some(cursor.as_str()) {
+                return Err(TransactionError::PlanMismatch(
+                    "reconciliation_cursor is not the one the last reconciliation returned".into(),
+                )
+                .into());
+            }
+        }
+        Ok(())
     }
 
     /// The `transaction_result` of one transactional action of the caller's.

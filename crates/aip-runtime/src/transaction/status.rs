@@ -51,13 +51,22 @@ impl Derived {
 /// `None` while a dry run or plan is still running.
 pub(crate) fn of_step(mode: TransactionMode, record: &ActionRecord) -> Option<S> {
     let stored = result::stored(record).ok().flatten();
-    Some(match record.state {
+    of_settled(mode, record.state, stored.as_ref())
+}
+
+/// [`of_step`] of an action in `state` with result `stored`.
+pub(crate) fn of_settled(
+    mode: TransactionMode,
+    state: ActionState,
+    stored: Option<&ActionResult>,
+) -> Option<S> {
+    Some(match state {
         ActionState::PendingApproval => S::RequiresHuman,
         ActionState::Completed => match mode {
             TransactionMode::DryRun => S::DryRunCompleted,
             TransactionMode::Plan => S::Planned,
             TransactionMode::Compensate => S::Compensated,
-            TransactionMode::Reconcile => match reconciled(stored.as_ref()) {
+            TransactionMode::Reconcile => match reconciled(stored) {
                 Some(Outcome::Pending(..)) | None => S::OutcomeUnknown,
                 Some(_) => S::Reconciled,
             },
@@ -66,7 +75,6 @@ pub(crate) fn of_step(mode: TransactionMode, record: &ActionRecord) -> Option<S>
         ActionState::Cancelled => S::Cancelled,
         ActionState::Failed | ActionState::Expired | ActionState::DeadLettered => {
             let uncertain = stored
-                .as_ref()
                 .and_then(|r| r.error.as_ref())
                 .is_some_and(|e| e.uncertain_outcome());
             match mode {
