@@ -263,6 +263,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
             approval: None,
             transaction: None,
             timers: Vec::new(),
+            callback: None,
         })
         .await
         .unwrap();

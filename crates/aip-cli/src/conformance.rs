@@ -106,8 +106,13 @@ pub const CLASSES: &[Class] = &[
     },
     Class {
         name: "Callback runtime",
-        claimed: false,
-        evidence: &["callback contexts are refused (issue 17)"],
+        claimed: true,
+        evidence: &[
+            "aip-runtime::callbacks::every_ssrf_probe_and_malformed_callback_is_refused_at_admission_and_nothing_is_admitted",
+            "aip-runtime::callbacks::a_receiver_that_fails_twice_gets_one_signed_delivery_retried_under_one_delivery_id",
+            "aip-runtime::callbacks::a_target_that_keeps_failing_is_dead_lettered_and_an_operator_redrives_it_under_its_id",
+            "aip-runtime::callbacks::a_redirect_is_not_followed_by_default_and_a_followed_hop_to_a_denied_address_is_refused",
+        ],
     },
     Class {
         name: "Native HTTP binding",

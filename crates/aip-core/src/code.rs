@@ -188,6 +188,14 @@ error_codes! {
     NotCompensable = "aip.transaction.not_compensable", Permanent;
     /// The transaction has no unknown outcome to reconcile, or a reconciliation is running (13.6).
     NotReconcilable = "aip.transaction.not_reconcilable", Permanent;
+    // ---- callbacks (spec 17) ----
+    /// The callback is malformed: an unknown profile, an unreadable target, unknown metadata.
+    CallbackTargetInvalid = "aip.callback.target_invalid", Permanent;
+    /// Deployment policy refuses the callback target (spec 17.1, 17.4): scheme, host allowlist,
+    /// address policy, subject prefix.
+    CallbackTargetDenied = "aip.callback.target_denied", Policy;
+    /// Only a failed or dead-lettered delivery can be re-driven.
+    CallbackNotRedrivable = "aip.callback.not_redrivable", Permanent;
     /// The worker's lease was superseded before the provider committed: nothing was committed.
     LeaseLost = "aip.runtime.lease_lost", Temporary;
     // ---- idempotency (spec 9.5) ----

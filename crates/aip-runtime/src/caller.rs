@@ -12,6 +12,9 @@ pub const SCOPE_AUDIT_READ: &str = "audit:read";
 /// Exports the tenant's audit events with their receipts (spec 16.7: dedicated authority, because
 /// exported records may leave the runtime's trust boundary).
 pub const SCOPE_AUDIT_EXPORT: &str = "audit:export";
+/// Re-drives failed or dead-lettered callback deliveries of the caller's tenant (spec 17.3; an
+/// operator's authority).
+pub const SCOPE_CALLBACKS_REDRIVE: &str = "callbacks:redrive";
 /// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
 pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
 

@@ -51,6 +51,8 @@ pub const SERVED: &[MessageType] = &[
     MessageType::ResourceReadRequest,
     MessageType::TransactionRequest,
     MessageType::TransactionQueryRequest,
+    MessageType::CallbackDeliveryQueryRequest,
+    MessageType::CallbackDeliveryListRequest,
 ];
 
 impl Runtime {
@@ -191,6 +193,14 @@ impl Runtime {
             B::TransactionQueryRequest(b) => Reply::done(
                 request,
                 B::TransactionView(self.read_transaction(caller, b).await?),
+            ),
+            B::CallbackDeliveryQueryRequest(b) => Reply::done(
+                request,
+                B::CallbackDeliveryRecord(self.read_callback_delivery(caller, b).await?),
+            ),
+            B::CallbackDeliveryListRequest(b) => Reply::done(
+                request,
+                B::CallbackDeliveryList(self.read_callback_deliveries(caller, b).await?),
             ),
             B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
             B::EscalationResolution(b) => {

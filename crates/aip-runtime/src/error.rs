@@ -115,6 +115,35 @@ pub enum RuntimeError {
     /// A transaction step was refused (spec 13).
     #[error(transparent)]
     Transaction(#[from] TransactionError),
+    /// A callback target or delivery request was refused (spec 17).
+    #[error(transparent)]
+    Callback(#[from] CallbackError),
+}
+
+/// Why a callback was refused (spec 17); nothing was admitted or changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallbackError {
+    /// The callback is malformed (profile, target syntax, metadata).
+    #[error("callback refused: {0}")]
+    TargetInvalid(String),
+    /// Deployment policy refuses the target (spec 17.4).
+    #[error("callback target denied: {0}")]
+    TargetDenied(String),
+    /// The delivery is not failed or dead-lettered.
+    #[error("the delivery is {0}; only failed or dead-lettered deliveries can be re-driven")]
+    NotRedrivable(String),
+}
+
+impl CallbackError {
+    /// The wire code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            CallbackError::TargetInvalid(_) => ErrorCode::CallbackTargetInvalid,
+            CallbackError::TargetDenied(_) => ErrorCode::CallbackTargetDenied,
+            CallbackError::NotRedrivable(_) => ErrorCode::CallbackNotRedrivable,
+        }
+    }
 }
 
 /// Why a transaction step was refused (spec 13); nothing was admitted.
@@ -266,6 +295,7 @@ impl RuntimeError {
             RuntimeError::EscalationClosed(_) => ErrorCode::EscalationClosed,
             RuntimeError::ResolutionNotAllowed(_) => ErrorCode::ResolutionNotAllowed,
             RuntimeError::Transaction(e) => e.code(),
+            RuntimeError::Callback(e) => e.code(),
         }
     }
 

@@ -38,7 +38,7 @@ pub use admission::ActionRequest;
 pub use admission::policy::{PolicyDecision, PolicyGate, PolicySubject, ScopePolicy};
 pub use caller::Caller;
 pub use dispatch::{Accept, SERVED};
-pub use error::{RuntimeError, TransactionError};
+pub use error::{CallbackError, RuntimeError, TransactionError};
 pub use handler::{
     ActionHandler, Compensated, HandlerError, HandlerOutput, HandlerSupport, Mode, OperationReport,
     Reconciliation, TransactionContext, TransactionSupport, TrustedContext,

@@ -14,6 +14,7 @@ use crate::error::RuntimeError;
 #[derive(Debug)]
 pub struct ChainWriter {
     chain_id: String,
+    action_id: String,
     tenant: String,
     principal: String,
     correlation_id: Option<CorrelationId>,
@@ -26,6 +27,7 @@ impl ChainWriter {
     pub fn new(action_id: &str, caller: &Caller, correlation_id: Option<CorrelationId>) -> Self {
         Self {
             chain_id: action_id.to_owned(),
+            action_id: action_id.to_owned(),
             tenant: caller.tenant.clone(),
             principal: caller.id.clone(),
             correlation_id,
@@ -39,17 +41,33 @@ impl ChainWriter {
         record: &ActionRecord,
         store: &Arc<dyn Store>,
     ) -> Result<Self, RuntimeError> {
-        let stored = store
-            .list_receipts(&record.tenant, &record.action_id, Limit::max())
-            .await?;
+        Self::resume_chain(
+            (&record.action_id, &record.action_id),
+            (&record.tenant, &record.principal),
+            record.correlation_id.clone().map(CorrelationId::new),
+            store,
+        )
+        .await
+    }
+
+    /// Continue the stored chain `chain_id` about `action_id` (an action's own chain, or the
+    /// chain of one of its callback deliveries), owned by `principal` of `tenant`.
+    pub(crate) async fn resume_chain(
+        (chain_id, action_id): (&str, &str),
+        (tenant, principal): (&str, &str),
+        correlation_id: Option<CorrelationId>,
+        store: &Arc<dyn Store>,
+    ) -> Result<Self, RuntimeError> {
+        let stored = store.list_receipts(tenant, chain_id, Limit::max()).await?;
         let last = stored
             .last()
             .map(|r| (r.receipt_id.clone(), r.hash.clone()));
         Ok(Self {
-            chain_id: record.action_id.clone(),
-            tenant: record.tenant.clone(),
-            principal: record.principal.clone(),
-            correlation_id: record.correlation_id.clone().map(CorrelationId::new),
+            chain_id: chain_id.to_owned(),
+            action_id: action_id.to_owned(),
+            tenant: tenant.to_owned(),
+            principal: principal.to_owned(),
+            correlation_id,
             last,
             pending: Vec::new(),
         })
@@ -76,7 +94,7 @@ impl ChainWriter {
             chain_id: self.chain_id.clone(),
             tenant: self.tenant.clone(),
             principal: Some(self.principal.clone()),
-            action_id: Some(self.chain_id.clone()),
+            action_id: Some(self.action_id.clone()),
             receipt_type: receipt_type.as_str().to_owned(),
             hash: hash.clone(),
             previous_hash: previous,

@@ -3,7 +3,7 @@
 //! them through the accessors below.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use aip_core::{Principal, ProfileId};
 use aip_store::{Store, WorkerId};
@@ -54,6 +54,11 @@ pub struct RuntimeConfig {
     /// How long after a commit's admission the runtime first reconciles it if its outcome is then
     /// unknown (spec 13.6; the commit itself is never retried); 0: only on request.
     pub reconcile_after_ms: u64,
+    /// Callback policy (spec 17).
+    pub callbacks: crate::callback::CallbackPolicy,
+    /// The node's signing key (its `did:key` is the manifest agent's `did`): signs callback
+    /// deliveries. `None`: deliveries go unsigned.
+    pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,
 }
 
 /// Spec 22.2-22.3 settings.
@@ -80,6 +85,8 @@ pub struct Runtime {
     work_ready: Notify,
     action_waiters: crate::read::ActionWaiters,
     shutdown: CancellationToken,
+    callbacks_ready: Notify,
+    publisher: OnceLock<crate::callback::Publisher>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -115,6 +122,8 @@ impl Runtime {
             work_ready: Notify::new(),
             action_waiters: crate::read::ActionWaiters::default(),
             shutdown: CancellationToken::new(),
+            callbacks_ready: Notify::new(),
+            publisher: OnceLock::new(),
         })
     }
 
@@ -128,6 +137,7 @@ impl Runtime {
             self,
             Arc::new(crate::transaction::reconcile::ReconcileTimers),
         );
+        crate::worker::start(self, Arc::new(crate::callback::CallbackDeliveries));
         Ok(())
     }
 
@@ -193,6 +203,8 @@ impl Runtime {
     ) -> aip_store::StoreResult<aip_store::ActionRecord> {
         let moved = self.store().transition_action(transition).await?;
         self.action_waiters.wake(&moved.tenant, &moved.action_id);
+        // The transition may have queued a callback delivery (spec 17.3).
+        self.callbacks_ready.notify_one();
         Ok(moved)
     }
 
@@ -221,6 +233,27 @@ impl Runtime {
 
     pub(crate) fn work_ready(&self) -> &Notify {
         &self.work_ready
+    }
+
+    /// Wakes a callback worker: a delivery may have been queued.
+    pub(crate) fn callbacks_ready(&self) -> &Notify {
+        &self.callbacks_ready
+    }
+
+    /// The node's signing key, when configured.
+    pub(crate) fn node_key(&self) -> Option<&ed25519_dalek::SigningKey> {
+        self.config.node_key.as_deref()
+    }
+
+    /// Installs the NATS publisher of callback deliveries (the NATS binding, once connected); a
+    /// second call is ignored.
+    pub fn set_callback_publisher(&self, publisher: Arc<dyn crate::callback::CallbackPublisher>) {
+        let _already = self.publisher.set(publisher);
+    }
+
+    /// The publisher of NATS callback deliveries, when a binding installed one.
+    pub(crate) fn callback_publisher(&self) -> Option<&crate::callback::Publisher> {
+        self.publisher.get()
     }
 
     /// Lease length of claimed (and sync) work.

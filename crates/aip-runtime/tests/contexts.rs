@@ -19,10 +19,6 @@ fn refused_contexts() -> Vec<(&'static str, Value)> {
     vec![
         ("transaction", json!({ "mode": "dry_run" })),
         (
-            "callback",
-            json!({ "profile": "aip.http.webhook.v1", "target": "https://example.invalid/hook" }),
-        ),
-        (
             "delegation_chain",
             json!([{ "from": principal("svc:a"), "to": principal("svc:b"), "scope": "book", "delegated_at": now }]),
         ),

@@ -125,6 +125,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         directory: auth.directory(),
         resources,
         reconcile_after_ms: limits.reconcile_after_ms,
+        callbacks: config.callbacks.policy(),
+        node_key: Some(Arc::new(identity.signing_key().clone())),
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;

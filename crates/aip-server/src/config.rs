@@ -27,6 +27,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "console",
     "resources",
     "resource_root",
+    "callbacks",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -92,6 +93,9 @@ pub struct Config {
     /// Directory that file resources are read from; a file resolving outside it stops startup.
     #[serde(default)]
     pub resource_root: Option<PathBuf>,
+    /// Callback policy (spec 17): which targets actions may name and how deliveries are made.
+    #[serde(default)]
+    pub callbacks: crate::callbacks::CallbacksConfig,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -463,6 +467,7 @@ impl Config {
             ));
         }
         self.nats.check()?;
+        self.callbacks.check()?;
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(ConfigError::Invalid("a principal has an empty id".into()));
@@ -507,6 +512,7 @@ impl Default for Config {
             console: None,
             resources: Vec::new(),
             resource_root: None,
+            callbacks: crate::callbacks::CallbacksConfig::default(),
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod callbacks;
 pub mod config;
 pub mod console;
 pub mod error;

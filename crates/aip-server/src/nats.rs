@@ -281,6 +281,10 @@ pub async fn start(
         .connect(url)
         .await
         .map_err(|e| NatsError::Connect(e.to_string()))?;
+    // Callback deliveries to subjects (spec 17) go out on this connection.
+    runtime.set_callback_publisher(Arc::new(crate::callbacks::NatsPublisher::new(
+        client.clone(),
+    )));
     let prefix = nats.subject_prefix();
     let subscription = format!("{prefix}.>");
     let mut subscriber = client

@@ -33,6 +33,7 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         | ErrorCode::EscalationClosed
         | ErrorCode::EscalationConflict
         | ErrorCode::PlanClaimed
+        | ErrorCode::CallbackNotRedrivable
         | ErrorCode::TransactionConflict => Some(StatusCode::CONFLICT),
         // Authenticated, but not as the approver (or principal) it claims to be.
         ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch => Some(StatusCode::FORBIDDEN),

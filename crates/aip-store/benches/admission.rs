@@ -84,6 +84,7 @@ fn admission(run: &str) -> Admission {
         approval: None,
         transaction: None,
         timers: Vec::new(),
+        callback: None,
     }
 }
 

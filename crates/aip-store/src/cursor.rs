@@ -24,6 +24,7 @@ pub(crate) enum CursorKind {
     Audit,
     Approvals,
     Escalations,
+    Deliveries,
     /// A position in a followed stream (an action's chunks as one reader sees them).
     Stream,
 }
@@ -37,6 +38,7 @@ impl CursorKind {
             CursorKind::Audit => b"audit",
             CursorKind::Approvals => b"approvals",
             CursorKind::Escalations => b"escalations",
+            CursorKind::Deliveries => b"deliveries",
             CursorKind::Stream => b"stream",
         }
     }

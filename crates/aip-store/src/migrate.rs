@@ -69,6 +69,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "transactions",
         sql: include_str!("../migrations/sqlite/0008_transactions.sql"),
     },
+    Migration {
+        version: 9,
+        name: "callbacks",
+        sql: include_str!("../migrations/sqlite/0009_callbacks.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -102,6 +107,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 6,
         name: "transactions",
         sql: include_str!("../migrations/postgres/0006_transactions.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "callbacks",
+        sql: include_str!("../migrations/postgres/0007_callbacks.sql"),
     },
 ];
 

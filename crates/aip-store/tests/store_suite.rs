@@ -91,6 +91,10 @@ suite!(
     a_transaction_id_is_created_once_and_a_stale_version_is_refused,
     a_fenced_record_is_written_only_under_a_live_lease,
     action_lists_and_audit_filter_by_transaction,
+    a_transition_queues_a_delivery_only_for_the_states_its_callback_covers,
+    delivery_attempts_are_fenced_retried_and_settled_with_their_job,
+    a_dead_lettered_delivery_is_redriven_with_its_id_and_a_stranded_one_is_dead_lettered,
+    delivery_lists_filter_by_principal_status_and_target_behind_scoped_cursors,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -310,6 +314,7 @@ mod cases {
             approval: None,
             transaction: None,
             timers: Vec::new(),
+            callback: None,
         }
     }
 
@@ -2687,6 +2692,8 @@ mod cases {
     pub use governance::*;
     mod transaction;
     pub use transaction::*;
+    mod callback;
+    pub use callback::*;
 }
 
 /// The schema before action ids became tenant-scoped (`migrations`, as the bookkeeping table

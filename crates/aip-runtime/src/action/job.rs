@@ -32,8 +32,8 @@ impl JobKind for ActionJobs {
         ACTION_QUEUE
     }
 
-    fn woken_by_notify(&self) -> bool {
-        true
+    fn wake<'r>(&self, runtime: &'r Runtime) -> Option<&'r tokio::sync::Notify> {
+        Some(runtime.work_ready())
     }
 
     async fn run(&self, runtime: &Arc<Runtime>, lease: &Lease) -> Result<(), RuntimeError> {

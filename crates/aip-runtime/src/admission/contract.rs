@@ -1,7 +1,7 @@
 //! Step 6: mode, deadline and contexts. The mode must be one the capability contract supports
 //! (spec 11.1); the deadline is derived once and never extended; and every context on the action
 //! that this runtime does not implement is refused, never ignored (spec 22.1): a dry run that ran
-//! for real, or a callback that is never delivered, would be worse than a clear refusal.
+//! for real, or a delegation that is silently dropped, would be worse than a clear refusal.
 
 use aip_core::{Action, ActionMode};
 
@@ -59,9 +59,8 @@ pub(crate) fn check(
 fn unsupported_context(caller: &Caller, action: &Action) -> Result<(), RuntimeError> {
     // A transaction context is checked against the capability's transaction contract by
     // `crate::transaction` (a capability without one refuses it there).
-    let refused = if action.callback.is_some() {
-        Some("callback")
-    } else if !action.delegation_chain.is_empty() {
+    // A callback is checked against deployment policy by `crate::callback::admit`.
+    let refused = if !action.delegation_chain.is_empty() {
         Some("delegation_chain")
     } else if action.federation.is_some() {
         Some("federation")

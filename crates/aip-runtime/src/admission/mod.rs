@@ -5,7 +5,8 @@
 //! 3.   `lookup`: manifest and handler lookup;
 //! 4.   `input`: capability input schema;
 //! 5.   `identity`: identity, tenant and session, from trusted state only;
-//! 6.   `contract`: mode, deadline and the action's contexts against what the runtime implements;
+//! 6.   `contract`: mode, deadline and the action's contexts against what the runtime implements
+//!      (a callback target against deployment policy: `crate::callback`);
 //! 7.   `idempotency`: the key reservation to make atomically with admission;
 //! 8.   `policy`: the policy gate (`policy::PolicyGate`), where approval plugs in;
 //! 9.   `persist`: durable admission in one transaction;
@@ -145,6 +146,10 @@ impl Runtime {
         }
         identity::check(self, caller, request).await?;
         let contract = contract::check(self, caller, &capability, action)?;
+        let callback = match &action.callback {
+            Some(c) => Some(crate::callback::admit(self, c).await?),
+            None => None,
+        };
         let idempotency = idempotency::claim(&capability, caller, request, contract.now_ms)?;
         let transaction = self
             .check_transaction(
@@ -187,6 +192,7 @@ impl Runtime {
                 idempotency,
                 decision,
                 transaction,
+                callback,
             },
         )
         .await

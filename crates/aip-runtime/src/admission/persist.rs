@@ -30,6 +30,8 @@ pub(crate) struct Decided {
     pub(crate) idempotency: Option<IdempotencyClaim>,
     pub(crate) decision: PolicyDecision,
     pub(crate) transaction: crate::transaction::Checked,
+    /// The action's callback subscription, validated (spec 17.1).
+    pub(crate) callback: Option<aip_store::CallbackSubscription>,
 }
 
 pub(crate) async fn admit(
@@ -44,6 +46,7 @@ pub(crate) async fn admit(
         idempotency,
         decision,
         transaction,
+        callback,
     } = decided;
     let (slot, link, deferred) = match transaction {
         crate::transaction::Checked::None => (Value::Null, None, None),
@@ -241,6 +244,7 @@ pub(crate) async fn admit(
         approval: gate,
         transaction: link,
         timers,
+        callback,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {

@@ -1,5 +1,254 @@
-//! Callback delivery (spec 17). What exists so far is the address policy every outbound call to a
-//! target named by a request must pass (`ssrf`); callback contexts themselves are still refused at
-//! admission (`aip.action.unsupported_context`) until the durable outbox delivers them.
+//! Callback delivery (spec 17): an action may name a callback target; each transition of the
+//! action into a covered state (terminal only, by default) queues a delivery in the same store
+//! transaction, and leased, fenced workers deliver it with retries, dead-lettering and receipts.
+//!
+//! - admission (`admit`): the target is validated against deployment policy before anything is
+//!   admitted (17.1): profile, scheme, exact host allowlist, the address policy (`ssrf`, 17.4) on
+//!   every address the host resolves to, NATS subject prefixes;
+//! - `deliver`: the `callbacks` job kind; `http`: the guarded HTTP sender (connects only to the
+//!   checked address, redirects only by policy and re-checked, bounded request, time and answer);
+//! - `read`: the delivery reads (16) and the operator's re-drive.
+//!
+//! Deliveries are signed (`sign`): the body is the envelope signed with the node's did:key (22.2),
+//! and the headers carry a signature over the delivery id, a timestamp and the body's digest.
 
+mod deliver;
+mod http;
+mod read;
+pub mod sign;
 pub mod ssrf;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::Callback;
+use aip_store::CallbackSubscription;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub(crate) use deliver::CallbackDeliveries;
+
+use crate::error::CallbackError;
+use crate::runtime::Runtime;
+
+/// The profile of HTTP callback targets.
+pub const HTTP_PROFILE: &str = "aip.native.http.v1";
+/// The profile of NATS callback targets (a subject).
+pub const NATS_PROFILE: &str = "aip.native.nats.v1";
+/// Longest target URI or subject.
+pub const MAX_TARGET_LEN: usize = 2048;
+
+/// Deployment policy for callbacks (spec 17.2, 17.4), from trusted configuration.
+#[derive(Debug, Clone)]
+pub struct CallbackPolicy {
+    /// Callbacks are accepted at all.
+    pub enabled: bool,
+    /// Which hosts and addresses targets may reach.
+    pub address: ssrf::AddressPolicy,
+    /// Hosts that may be called over plain `http` (all others need `https`).
+    pub allow_http_hosts: BTreeSet<String>,
+    /// Attempts per delivery (and the most a callback's metadata may ask for).
+    pub max_attempts: u32,
+    /// Per-attempt timeout.
+    pub timeout_ms: u64,
+    /// Waits before the 2nd, 3rd, ... attempt; the last repeats.
+    pub retry_backoff_ms: Vec<u64>,
+    /// Redirects followed per attempt, each re-checked against this policy (0: none).
+    pub max_redirects: u32,
+    /// Largest delivered body; a larger message fails without an attempt.
+    pub max_request_bytes: usize,
+    /// Most of a target's answer that is read.
+    pub max_response_bytes: usize,
+    /// Subject prefixes NATS targets must start with (empty: NATS callbacks refused).
+    pub nats_subject_prefixes: Vec<String>,
+    /// Sign deliveries with the node key (spec 17.4 "SHOULD").
+    pub sign_payload: bool,
+}
+
+impl Default for CallbackPolicy {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            address: ssrf::AddressPolicy::default(),
+            allow_http_hosts: BTreeSet::new(),
+            max_attempts: 8,
+            timeout_ms: 10_000,
+            retry_backoff_ms: vec![1_000, 5_000, 30_000, 120_000, 600_000],
+            max_redirects: 0,
+            max_request_bytes: 1024 * 1024,
+            max_response_bytes: 64 * 1024,
+            nats_subject_prefixes: Vec::new(),
+            sign_payload: true,
+        }
+    }
+}
+
+/// Publishes a delivery to a NATS subject and waits for the receiver's reply (a binding provides
+/// it: the runtime does not speak NATS). `Err` carries whether a retry may succeed.
+#[async_trait]
+pub trait CallbackPublisher: Send + Sync + 'static {
+    /// Sends `body` with `headers` to `subject` as a request; `Ok` once a reply acknowledged it.
+    async fn request(
+        &self,
+        subject: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), SendError>;
+}
+
+/// Why an attempt did not deliver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// A later attempt may succeed (timeout, connection failure, 408, 429, 5xx, no responder).
+    Retry(String),
+    /// The target refused for good (other 4xx, a denied address or redirect).
+    Permanent(String),
+}
+
+/// The runtime-owned part of a stored subscription: the validated target and the delivery policy
+/// in force when the action was admitted (spec 17.2).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeliverySpec {
+    pub(crate) profile: String,
+    pub(crate) target: String,
+    pub(crate) terminal_only: bool,
+    pub(crate) max_attempts: u32,
+    pub(crate) timeout_ms: u64,
+    pub(crate) retry_backoff_ms: Vec<u64>,
+    pub(crate) sign_payload: bool,
+}
+
+/// Metadata a native callback may carry; anything else is refused, never ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Metadata {
+    terminal_only: Option<bool>,
+    max_attempts: Option<u32>,
+}
+
+/// Step 6 for an action's callback (spec 17.1): the subscription to admit with it, or the refusal.
+pub(crate) async fn admit(
+    runtime: &Runtime,
+    callback: &Callback,
+) -> Result<CallbackSubscription, CallbackError> {
+    let policy = &runtime.config().callbacks;
+    if !policy.enabled {
+        return Err(CallbackError::TargetDenied(
+            "callbacks are disabled on this node".into(),
+        ));
+    }
+    let metadata: Metadata = match &callback.metadata {
+        None | Some(Value::Null) => Metadata::default(),
+        Some(v) => serde_json::from_value(v.clone()).map_err(|e| {
+            CallbackError::TargetInvalid(format!(
+                "callback metadata may carry only terminal_only and max_attempts: {e}"
+            ))
+        })?,
+    };
+    let max_attempts = match metadata.max_attempts {
+        None => policy.max_attempts,
+        Some(n) if (1..=policy.max_attempts).contains(&n) => n,
+        Some(_) => {
+            return Err(CallbackError::TargetInvalid(format!(
+                "max_attempts must be within 1..={}",
+                policy.max_attempts
+            )));
+        }
+    };
+    let target = callback.target.as_str();
+    if target.len() > MAX_TARGET_LEN {
+        return Err(CallbackError::TargetInvalid(format!(
+            "the target is longer than {MAX_TARGET_LEN} bytes"
+        )));
+    }
+    match callback.profile.as_str() {
+        HTTP_PROFILE => {
+            let url = http::parse_target(policy, target)?;
+            http::check_address(policy, &url).await?;
+        }
+        NATS_PROFILE => check_subject(runtime, target)?,
+        other => {
+            return Err(CallbackError::TargetInvalid(format!(
+                "callback profile {other} is not supported (use {HTTP_PROFILE} or {NATS_PROFILE})"
+            )));
+        }
+    }
+    let spec = DeliverySpec {
+        profile: callback.profile.as_str().to_owned(),
+        target: target.to_owned(),
+        terminal_only: metadata.terminal_only.unwrap_or(true),
+        max_attempts,
+        timeout_ms: policy.timeout_ms,
+        retry_backoff_ms: policy.retry_backoff_ms.clone(),
+        sign_payload: policy.sign_payload,
+    };
+    Ok(CallbackSubscription {
+        profile: spec.profile.clone(),
+        target: spec.target.clone(),
+        terminal_only: spec.terminal_only,
+        max_attempts,
+        // A struct of strings, numbers and booleans always serializes.
+        spec: serde_json::to_value(&spec).unwrap_or(Value::Null),
+    })
+}
+
+/// What the manifest says about callbacks (spec 17): whether actions may carry one, the target
+/// profiles this node delivers to, and how deliveries are signed, so a client can pin the signer.
+pub(crate) fn manifest_entry(runtime: &Runtime) -> Value {
+    let policy = &runtime.config().callbacks;
+    let mut profiles = vec![HTTP_PROFILE];
+    if runtime.callback_publisher().is_some() && !policy.nats_subject_prefixes.is_empty() {
+        profiles.push(NATS_PROFILE);
+    }
+    let signer = runtime
+        .node_key()
+        .filter(|_| policy.sign_payload)
+        .map(|k| aip_core::signing::did_key(&k.verifying_key()));
+    serde_json::json!({
+        "enabled": policy.enabled,
+        "profiles": if policy.enabled { profiles } else { Vec::new() },
+        "messages": ["aip.callback.v1.delivery_query_request", "aip.callback.v1.delivery_list_request"],
+        "max_attempts": policy.max_attempts,
+        "signature": signer.map(|did| serde_json::json!({ "scheme": "aip-callback-v1", "signer": did })),
+    })
+}
+
+/// A NATS target: a publisher is configured, and the subject is a literal (no wildcards, no
+/// whitespace, no empty tokens) under an allowed prefix.
+fn check_subject(runtime: &Runtime, subject: &str) -> Result<(), CallbackError> {
+    let policy = &runtime.config().callbacks;
+    if runtime.callback_publisher().is_none() || policy.nats_subject_prefixes.is_empty() {
+        return Err(CallbackError::TargetDenied(
+            "NATS callbacks are not enabled on this node".into(),
+        ));
+    }
+    let literal = !subject.is_empty()
+        && subject.split('.').all(|token| {
+            !token.is_empty()
+                && token != "*"
+                && token != ">"
+                && !token.chars().any(|c| c.is_whitespace() || c.is_control())
+        });
+    if !literal {
+        return Err(CallbackError::TargetInvalid(format!(
+            "{subject:?} is not a literal NATS subject"
+        )));
+    }
+    if !policy
+        .nats_subject_prefixes
+        .iter()
+        .any(|p| subject.starts_with(p.as_str()))
+    {
+        return Err(CallbackError::TargetDenied(format!(
+            "subject {subject} is not under an allowed callback prefix"
+        )));
+    }
+    Ok(())
+}
+
+/// The publisher a binding installed, if any.
+pub(crate) type Publisher = Arc<dyn CallbackPublisher>;

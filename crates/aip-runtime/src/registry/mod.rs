@@ -576,6 +576,9 @@ impl crate::runtime::Runtime {
         );
         let kinds = filter.map_or(&[][..], |f| f.resource_kinds.as_slice());
         manifest.resources = self.manifest_resources(caller, kinds);
+        if let Some(governance) = manifest.governance.as_mut() {
+            governance["callbacks"] = crate::callback::manifest_entry(self);
+        }
         manifest
     }
 }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use aip_store::{Fence, Lease, StoreError};
 use async_trait::async_trait;
 use futures_util::FutureExt;
+use tokio::sync::Notify;
 
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -29,12 +30,11 @@ pub(crate) trait JobKind: Send + Sync + 'static {
     /// The queue this kind's jobs wait in.
     fn queue(&self) -> &'static str;
 
-    /// Whether an idle worker of this kind wakes on the runtime's work notification (work queued
-    /// that is due now). Only one kind may: the notification wakes one waiter, and a timer worker
-    /// taking it would leave the queued action waiting for the idle poll. Timer kinds, whose jobs
-    /// fall due later, poll.
-    fn woken_by_notify(&self) -> bool {
-        false
+    /// What wakes an idle worker of this kind besides its poll: queued actions wake action
+    /// workers, transitions wake callback workers. Timer kinds, whose jobs fall due later, poll.
+    fn wake<'r>(&self, runtime: &'r Runtime) -> Option<&'r Notify> {
+        let _ = runtime;
+        None
     }
 
     /// Runs one claimed job. On success the job must have been settled (completed, released or
@@ -111,19 +111,21 @@ async fn work(runtime: Arc<Runtime>, kind: Arc<dyn JobKind>) {
                     tracing::error!(queue = kind.queue(), job = %lease.fence.job_id, "settling a failed job panicked");
                 }
             }
-            Ok(None) if kind.woken_by_notify() => {
-                tokio::select! {
-                    () = runtime.work_ready().notified() => {}
-                    () = tokio::time::sleep(IDLE_POLL) => {}
-                    () = runtime.shutdown_token().cancelled() => {}
+            Ok(None) => match kind.wake(&runtime) {
+                Some(notify) => {
+                    tokio::select! {
+                        () = notify.notified() => {}
+                        () = tokio::time::sleep(IDLE_POLL) => {}
+                        () = runtime.shutdown_token().cancelled() => {}
+                    }
                 }
-            }
-            Ok(None) => {
-                tokio::select! {
-                    () = tokio::time::sleep(IDLE_POLL) => {}
-                    () = runtime.shutdown_token().cancelled() => {}
+                None => {
+                    tokio::select! {
+                        () = tokio::time::sleep(IDLE_POLL) => {}
+                        () = runtime.shutdown_token().cancelled() => {}
+                    }
                 }
-            }
+            },
             Err(err) => {
                 tracing::warn!(queue = kind.queue(), error = %err, "claiming work failed");
                 tokio::time::sleep(OUTAGE_BACKOFF).await;

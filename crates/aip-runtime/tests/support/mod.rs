@@ -66,6 +66,11 @@ pub fn scoped_echo(id: &str, key_scope: &str) -> aip_core::Capability {
 impl Harness {
     /// Demo capabilities, `cap:t:stubborn`, one `cap:t:scope:<scope>` per idempotency scope.
     pub async fn start() -> Self {
+        Self::start_with(runtime_config(4, 30_000)).await
+    }
+
+    /// [`Harness::start`] with another runtime configuration.
+    pub async fn start_with(config: RuntimeConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn aip_store::Store> = Arc::new(
             aip_store::SqliteStore::open(dir.path().join("t.sqlite"))
@@ -102,7 +107,6 @@ impl Harness {
             scoped_echo("cap:t:scope:capability:b", "capability"),
             Arc::new(aip_runtime::handler::demo::EchoHandler),
         ));
-        let config = runtime_config(4, 30_000);
         let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
         runtime.start().await.unwrap();
         Self {
@@ -209,6 +213,8 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         directory: HashMap::new(),
         resources: Vec::new(),
         reconcile_after_ms: 0,
+        callbacks: aip_runtime::callback::CallbackPolicy::default(),
+        node_key: None,
     }
 }
 
@@ -252,6 +258,7 @@ pub fn status_of(reply: &aip_runtime::Reply) -> u16 {
             | ErrorCode::EscalationClosed
             | ErrorCode::EscalationConflict
             | ErrorCode::PlanClaimed
+            | ErrorCode::CallbackNotRedrivable
             | ErrorCode::TransactionConflict,
         ) => 409,
         aip_runtime::Outcome::Refused(

@@ -23,10 +23,12 @@ use serde::de::DeserializeOwned;
 use crate::error::ApiError;
 use crate::http::AppState;
 
+mod callbacks;
 mod governance;
 mod resources;
 mod transactions;
 
+use callbacks::{deliveries, delivery, redrive};
 use governance::{
     approval, approvals, decide, decisions, escalation, escalations, resolve_escalation,
 };
@@ -69,6 +71,11 @@ pub fn aip_routes() -> Router<AppState> {
             "/aip/v1/transactions/by-action/{action_id}",
             get(transaction_by_action),
         )
+        .route("/aip/v1/callbacks", get(deliveries))
+        .route("/aip/v1/callback-deliveries", get(deliveries))
+        .route("/aip/v1/callbacks/{delivery_id}", get(delivery))
+        .route("/aip/v1/callback-deliveries/{delivery_id}", get(delivery))
+        .route("/aip/v1/callbacks/{delivery_id}/redrive", post(redrive))
         .route("/aip/v1/resources", get(resources))
         .route("/aip/v1/resources/{resource_id}", get(resource))
         .route("/aip/v1/escalations", get(escalations))

@@ -38,8 +38,10 @@ macro_rules! string_enum {
     };
 }
 
+mod callback;
 mod governance;
 mod transaction;
+pub use callback::*;
 pub use governance::*;
 pub use transaction::*;
 
@@ -630,6 +632,9 @@ pub struct Admission {
     /// Further jobs queued with the admission (timers of other queues, such as a commit's
     /// reconciliation timer), never leased by it.
     pub timers: Vec<NewJob>,
+    /// The action's callback (spec 17): each later transition into a state it covers queues a
+    /// delivery in that transition's transaction.
+    pub callback: Option<CallbackSubscription>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

@@ -95,6 +95,12 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                     }
                 }
                 let act = &a.action;
+                let callback = a
+                    .callback
+                    .as_ref()
+                    .map(serde_json::to_value)
+                    .transpose()
+                    .map_err(|_| StoreError::InvalidInput("unserializable callback subscription"))?;
                 let input_hash = act
                     .input_hash
                     .clone()
@@ -102,8 +108,8 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                 // Nothing is read back: the new row is exactly what was written.
                 query(
                     "INSERT INTO aip_actions (action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14)",
+                     idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, callback) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, 0, $14, $15)",
                 )
                 .bind(&act.action_id)
                 .bind(&act.tenant)
@@ -119,6 +125,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                 .bind(act.deadline_ms)
                 .bind(act.created_at_ms)
                 .bind(Json(&act.request))
+                .bind(callback.as_ref().map(Json))
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| e.or_duplicate("action"))?;
@@ -362,7 +369,7 @@ pub(super) async fn tx_transition<D: Dialect>(
             "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
                  WHERE action_id = $1 AND tenant = $5 AND state IN ({states}) RETURNING \
                  action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                 idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result"
+                 idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result, callback"
         );
         let mut q = query(sql)
             .bind(&t.action_id)
@@ -375,8 +382,8 @@ pub(super) async fn tx_transition<D: Dialect>(
         }
         q.fetch_optional(&mut *tx).await?
     };
-    let record = match row {
-        Some(row) => action_record(&row)?,
+    let (record, callback) = match row {
+        Some(row) => (action_record(&row)?, row.opt_json("callback")?),
         None => {
             let current = tx_get_action::<D>(&mut *tx, &t.tenant, &t.action_id)
                 .await?
@@ -398,6 +405,13 @@ pub(super) async fn tx_transition<D: Dialect>(
             t.now_ms,
         )
         .await?;
+    }
+    if let Some(callback) = callback {
+        let subscription: CallbackSubscription = serde_json::from_value(callback)
+            .map_err(|e| StoreError::Corrupt(format!("callback subscription: {e}")))?;
+        if record.state.is_terminal() || !subscription.terminal_only {
+            super::callback::tx_queue_delivery(&mut *tx, &record, &subscription, t.now_ms).await?;
+        }
     }
     receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
     D::append_events(&mut *tx, &t.events).await?;

@@ -11,6 +11,7 @@
 
 mod action;
 mod approval;
+mod callback;
 mod dialect;
 mod escalation;
 mod event;

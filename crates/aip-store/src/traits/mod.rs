@@ -1,7 +1,7 @@
 //! The storage traits the runtime talks to, one per aggregate: no SQL crosses them.
 //!
 //! Each aggregate (actions, approvals, escalations, jobs, events, sessions, receipts, replay claims, application records,
-//! housekeeping, transactions) has its own trait in its own file, so a feature adds a trait and a file here (and
+//! housekeeping, transactions, callback deliveries) has its own trait in its own file, so a feature adds a trait and a file here (and
 //! its line in [`Store`]) without touching the others. [`Store`] is all of them together; the
 //! runtime holds it as `Arc<dyn Store>`, on which every method resolves through the supertraits.
 //! On a concrete store the method's trait must be in scope: `use aip_store::prelude::*;`.
@@ -12,6 +12,7 @@
 
 mod action;
 mod approval;
+mod callback;
 mod escalation;
 mod event;
 mod housekeeping;
@@ -24,6 +25,7 @@ mod transaction;
 
 pub use action::ActionStore;
 pub use approval::ApprovalStore;
+pub use callback::CallbackStore;
 pub use escalation::EscalationStore;
 pub use event::EventStore;
 pub use housekeeping::HousekeepingStore;
@@ -48,6 +50,7 @@ pub trait Store:
     + RecordStore
     + HousekeepingStore
     + TransactionStore
+    + CallbackStore
 {
 }
 
@@ -63,5 +66,6 @@ impl<T> Store for T where
         + RecordStore
         + HousekeepingStore
         + TransactionStore
+        + CallbackStore
 {
 }

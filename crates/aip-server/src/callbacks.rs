@@ -1,0 +1,212 @@
+//! The `[callbacks]` section: deployment policy for callback targets and their delivery (spec
+//! 17.2, 17.4), and the NATS publisher of deliveries to subjects.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use aip_runtime::callback::{CallbackPolicy, CallbackPublisher, SendError, ssrf::AddressPolicy};
+use async_trait::async_trait;
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+
+/// `[callbacks]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallbacksConfig {
+    /// Accept actions with a callback at all.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Exact host names targets may name (lowercase). Empty: any host whose addresses are public.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Hosts owned by the deployment that may resolve to loopback, private or other internal
+    /// addresses (spec 17.4 "explicitly owned and allowed"). Exact names or IP literals.
+    #[serde(default)]
+    pub allow_internal_hosts: Vec<String>,
+    /// Hosts that may be called over plain `http`; every other target needs `https`.
+    #[serde(default)]
+    pub allow_http_hosts: Vec<String>,
+    /// Attempts per delivery, and the most a callback's metadata may ask for (1..=100).
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    /// Per-attempt timeout, 1..=300000 (an attempt is also cut at half of `limits.lease_ms`, so
+    /// the delivery's lease outlives it).
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Waits before the 2nd, 3rd, ... attempt; the last repeats (each at most a day).
+    #[serde(default = "default_backoff")]
+    pub retry_backoff_ms: Vec<u64>,
+    /// Redirects (307/308) followed per attempt, each checked again (0..=5).
+    #[serde(default)]
+    pub max_redirects: u32,
+    /// Largest delivered message, bytes.
+    #[serde(default = "default_max_request_bytes")]
+    pub max_request_bytes: usize,
+    /// Most of a target's answer that is read, bytes.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: usize,
+    /// Subject prefixes NATS targets must start with; empty: NATS targets are refused.
+    #[serde(default)]
+    pub nats_subject_prefixes: Vec<String>,
+    /// Sign deliveries with the node key.
+    #[serde(default = "yes")]
+    pub sign_payload: bool,
+}
+
+impl Default for CallbacksConfig {
+    fn default() -> Self {
+        let policy = CallbackPolicy::default();
+        Self {
+            enabled: policy.enabled,
+            allowed_hosts: Vec::new(),
+            allow_internal_hosts: Vec::new(),
+            allow_http_hosts: Vec::new(),
+            max_attempts: policy.max_attempts,
+            timeout_ms: policy.timeout_ms,
+            retry_backoff_ms: policy.retry_backoff_ms,
+            max_redirects: policy.max_redirects,
+            max_request_bytes: policy.max_request_bytes,
+            max_response_bytes: policy.max_response_bytes,
+            nats_subject_prefixes: Vec::new(),
+            sign_payload: policy.sign_payload,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+fn default_max_attempts() -> u32 {
+    CallbackPolicy::default().max_attempts
+}
+fn default_timeout_ms() -> u64 {
+    CallbackPolicy::default().timeout_ms
+}
+fn default_backoff() -> Vec<u64> {
+    CallbackPolicy::default().retry_backoff_ms
+}
+fn default_max_request_bytes() -> usize {
+    CallbackPolicy::default().max_request_bytes
+}
+fn default_max_response_bytes() -> usize {
+    CallbackPolicy::default().max_response_bytes
+}
+
+impl CallbacksConfig {
+    /// Range checks.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let invalid = |m: String| Err(ConfigError::Invalid(format!("callbacks: {m}")));
+        if !(1..=100).contains(&self.max_attempts) {
+            return invalid("max_attempts must be within 1..=100".into());
+        }
+        if !(1..=300_000).contains(&self.timeout_ms) {
+            return invalid("timeout_ms must be within 1..=300000".into());
+        }
+        if self.retry_backoff_ms.is_empty()
+            || self.retry_backoff_ms.len() > 100
+            || self.retry_backoff_ms.iter().any(|&b| b > 86_400_000)
+        {
+            return invalid("retry_backoff_ms needs 1..=100 waits of at most 86400000".into());
+        }
+        if self.max_redirects > 5 {
+            return invalid("max_redirects must be within 0..=5".into());
+        }
+        if !(1024..=16 * 1024 * 1024).contains(&self.max_request_bytes)
+            || !(1..=16 * 1024 * 1024).contains(&self.max_response_bytes)
+        {
+            return invalid(
+                "max_request_bytes must be within 1024..=16777216, max_response_bytes 1..=16777216"
+                    .into(),
+            );
+        }
+        for host in self
+            .allowed_hosts
+            .iter()
+            .chain(&self.allow_internal_hosts)
+            .chain(&self.allow_http_hosts)
+        {
+            if host.is_empty() || *host != host.to_ascii_lowercase() || host.ends_with('.') {
+                return invalid(format!(
+                    "{host:?}: host names are exact, lowercase, without a trailing dot"
+                ));
+            }
+        }
+        for prefix in &self.nats_subject_prefixes {
+            if prefix.is_empty() || prefix.contains(['*', '>', ' ']) {
+                return invalid(format!("{prefix:?} is not a literal subject prefix"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The runtime's policy.
+    pub fn policy(&self) -> CallbackPolicy {
+        let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<_>>();
+        CallbackPolicy {
+            enabled: self.enabled,
+            address: AddressPolicy {
+                allowed_hosts: set(&self.allowed_hosts),
+                allow_internal: set(&self.allow_internal_hosts),
+            },
+            allow_http_hosts: set(&self.allow_http_hosts),
+            max_attempts: self.max_attempts,
+            timeout_ms: self.timeout_ms,
+            retry_backoff_ms: self.retry_backoff_ms.clone(),
+            max_redirects: self.max_redirects,
+            max_request_bytes: self.max_request_bytes,
+            max_response_bytes: self.max_response_bytes,
+            nats_subject_prefixes: self.nats_subject_prefixes.clone(),
+            sign_payload: self.sign_payload,
+        }
+    }
+}
+
+/// Delivers to NATS subjects as requests: a reply acknowledges the delivery (a JetStream stream
+/// capturing the subject acknowledges by storing it); a reply with an `aip-status` header other
+/// than 2xx, no responder, or no reply in time is a retryable failure.
+pub struct NatsPublisher {
+    client: async_nats::Client,
+}
+
+impl NatsPublisher {
+    /// A publisher over a connected client.
+    pub fn new(client: async_nats::Client) -> Self {
+        Self { client }
+    }
+}
+
+#[async_trait]
+impl CallbackPublisher for NatsPublisher {
+    async fn request(
+        &self,
+        subject: &str,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<(), SendError> {
+        let mut map = async_nats::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(name.as_str(), value.as_str());
+        }
+        let request = self
+            .client
+            .request_with_headers(subject.to_owned(), map, body.into());
+        let reply = match tokio::time::timeout(timeout, request).await {
+            Err(_) => return Err(SendError::Retry("timed out".into())),
+            Ok(Err(e)) => return Err(SendError::Retry(format!("NATS request failed: {e}"))),
+            Ok(Ok(reply)) => reply,
+        };
+        let status = reply
+            .headers
+            .as_ref()
+            .and_then(|h| h.get("aip-status"))
+            .map(|v| v.as_str().to_owned());
+        match status {
+            Some(s) if !s.starts_with('2') => Err(SendError::Retry(format!(
+                "the receiver answered status {s}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
