@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod abp;
 mod approvals;
 mod call;
+mod callbacks;
 mod client;
 mod conformance;
 mod escalations;
@@ -57,6 +58,9 @@ enum Command {
     /// Dry-run, plan, commit, reconcile, compensate or show transactions on a running server.
     #[command(subcommand)]
     Transactions(transactions::TransactionsCommand),
+    /// Callback deliveries on a running server: list, show, re-drive a dead-lettered one.
+    #[command(subcommand)]
+    Callbacks(callbacks::CallbacksCommand),
     /// Invoke a capability on a running server and print its result (or follow its stream).
     Call(call::CallArgs),
     /// List, show or cancel actions on a running server.
@@ -92,6 +96,7 @@ fn main() -> ExitCode {
         Command::Approvals(cmd) => approvals::run(cmd),
         Command::Escalations(cmd) => escalations::run(cmd),
         Command::Transactions(cmd) => transactions::run(cmd),
+        Command::Callbacks(cmd) => callbacks::run(cmd),
         Command::Call(args) => call::run(args),
         Command::Actions(cmd) => ops::actions(cmd),
         Command::Events(args) => ops::events(args),

@@ -4,11 +4,13 @@
 //! Needs `AIP_TEST_NATS_URL` (SKIP notice otherwise; a failure under `CI=true`).
 #![allow(clippy::unwrap_used)]
 
+#[path = "../../aip-runtime/tests/callback_receiver/mod.rs"]
+mod callback_receiver;
 mod support;
 
 use serde_json::{Value, json};
 use support::nats::{nats_url, request};
-use support::{Client, Server, envelope, id, token_file};
+use support::{Client, Server, envelope, id, pause, token_file};
 
 /// A node with NATS on, its reader principal's HTTP client and token, and its subject prefix.
 struct Node {
@@ -35,7 +37,8 @@ impl Node {
                  [[principals]]\nid = \"svc:reader\"\nscopes = [\"*\"]\ntoken_file = \"{}\"\n\n\
                  [[resources]]\nid = \"res:notes\"\nname = \"Notes\"\nkind = \"doc\"\ntenant_id = \"default\"\ntext = \"hello\"\n\n\
                  [[resources]]\nid = \"res:foreign\"\nname = \"Foreign\"\nkind = \"doc\"\ntenant_id = \"other\"\naccess = {{ public = true }}\ntext = \"not yours\"\n\n\
-                 [[resources]]\nid = \"res:old\"\nname = \"Old\"\nkind = \"doc\"\naccess = {{ public = true }}\nexpires_at = \"2020-01-01T00:00:00Z\"\ntext = \"gone\"\n",
+                 [[resources]]\nid = \"res:old\"\nname = \"Old\"\nkind = \"doc\"\naccess = {{ public = true }}\nexpires_at = \"2020-01-01T00:00:00Z\"\ntext = \"gone\"\n\n\
+                 [callbacks]\nallow_internal_hosts = [\"127.0.0.1\"]\nallow_http_hosts = [\"127.0.0.1\"]\n",
                 token_path.display()
             ),
         )
@@ -82,9 +85,17 @@ fn normalize_rest(rest: &Value) -> Value {
     }
 }
 
-/// What the table reads: session, echo action, stream action, receipt, approval, and a planned
-/// payment's transaction and plan.
-type Setup = (String, String, String, String, String, (String, String));
+/// What the table reads: session, echo action, stream action, receipt, approval, a planned
+/// payment's transaction and plan, and a delivered callback.
+type Setup = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    (String, String),
+    String,
+);
 
 async fn setup(client: &Client) -> Setup {
     let hello = envelope(
@@ -147,7 +158,31 @@ async fn setup(client: &Client) -> Setup {
         planned["transaction_id"].as_str().unwrap().to_owned(),
         planned["plan"]["plan_id"].as_str().unwrap().to_owned(),
     );
-    (session, echo, stream, receipt, approval, txn)
+    // A delivered callback (to a loopback receiver the node's policy owns).
+    let receiver = callback_receiver::Receiver::start(&[], None).await;
+    let notified = id("act_");
+    let (status, reply) = client
+        .act(
+            json!({ "id": notified, "capability_id": "cap:demo:echo", "mode": "async", "input": {},
+                     "callback": { "profile": "aip.native.http.v1", "target": receiver.url() } }),
+        )
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let mut delivery = None;
+    for _ in 0..200 {
+        let (_, list) = client
+            .get(&format!("/aip/v1/callbacks?action_id={notified}"))
+            .await;
+        if list["deliveries"][0]["status"] == "delivered" {
+            delivery = list["deliveries"][0]["delivery_id"]
+                .as_str()
+                .map(str::to_owned);
+            break;
+        }
+        pause(50).await;
+    }
+    let delivery = delivery.expect("the parity callback was delivered");
+    (session, echo, stream, receipt, approval, txn, delivery)
 }
 
 fn table(
@@ -157,6 +192,7 @@ fn table(
     receipt: &str,
     approval: &str,
     (txn, plan): (&str, &str),
+    delivery: &str,
 ) -> Vec<Read> {
     let read = |name, message_type, body: Value, rest: String, answer| Read {
         name,
@@ -391,6 +427,27 @@ fn table(
             "/aip/v1/transactions/txn_missing".into(),
             "error",
         ),
+        read(
+            "a callback delivery with its receipts",
+            "aip.callback.v1.delivery_query_request",
+            json!({ "callback_delivery_query_request": { "delivery_id": delivery, "include_receipts": true } }),
+            format!("/aip/v1/callbacks/{delivery}?include_receipts=true"),
+            "callback_delivery_record",
+        ),
+        read(
+            "delivered callbacks",
+            "aip.callback.v1.delivery_list_request",
+            json!({ "callback_delivery_list_request": { "status": "delivered", "limit": 5 } }),
+            "/aip/v1/callbacks?status=delivered&limit=5".into(),
+            "callback_delivery_list",
+        ),
+        read(
+            "a missing callback delivery",
+            "aip.callback.v1.delivery_query_request",
+            json!({ "callback_delivery_query_request": { "delivery_id": "dlv_missing" } }),
+            "/aip/v1/callbacks/dlv_missing".into(),
+            "error",
+        ),
     ]
 }
 
@@ -407,11 +464,19 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         prefix,
         _dir,
     } = &node;
-    let (session, echo, stream, receipt, approval, (txn, plan)) = setup(http).await;
+    let (session, echo, stream, receipt, approval, (txn, plan), delivery) = setup(http).await;
     let mut socket = support::ws::connect(server, token).await;
     let nats = async_nats::connect(url.as_str()).await.unwrap();
 
-    for read in table(&session, &echo, &stream, &receipt, &approval, (&txn, &plan)) {
+    for read in table(
+        &session,
+        &echo,
+        &stream,
+        &receipt,
+        &approval,
+        (&txn, &plan),
+        &delivery,
+    ) {
         let name = read.name;
         let (rest_status, rest) = http.get(&read.rest).await;
         let rest = normalize_rest(&rest);
