@@ -87,6 +87,7 @@ pub struct Runtime {
     shutdown: CancellationToken,
     callbacks_ready: Notify,
     publisher: OnceLock<crate::callback::Publisher>,
+    callback_client: OnceLock<reqwest::Client>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -124,6 +125,7 @@ impl Runtime {
             shutdown: CancellationToken::new(),
             callbacks_ready: Notify::new(),
             publisher: OnceLock::new(),
+            callback_client: OnceLock::new(),
         })
     }
 
@@ -249,6 +251,15 @@ impl Runtime {
     /// second call is ignored.
     pub fn set_callback_publisher(&self, publisher: Arc<dyn crate::callback::CallbackPublisher>) {
         let _already = self.publisher.set(publisher);
+    }
+
+    /// The HTTP client of callback deliveries (built once, with the callback policy's resolver).
+    pub(crate) fn callback_client(&self) -> Result<&reqwest::Client, reqwest::Error> {
+        if let Some(client) = self.callback_client.get() {
+            return Ok(client);
+        }
+        let client = crate::callback::http_client(&self.config.callbacks)?;
+        Ok(self.callback_client.get_or_init(|| client))
     }
 
     /// The publisher of NATS callback deliveries, when a binding installed one.

@@ -210,3 +210,56 @@ impl CallbackPublisher for NatsPublisher {
         }
     }
 }
+
+/// The `AIP_CALLBACKS__*` variables with a non-default value and a check that it took effect (the
+/// configuration tests run them with the others).
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn env_overrides() -> Vec<(
+    &'static str,
+    &'static str,
+    fn(&crate::config::Config) -> bool,
+)> {
+    vec![
+        ("AIP_CALLBACKS__ENABLED", "false", |c| !c.callbacks.enabled),
+        (
+            "AIP_CALLBACKS__ALLOWED_HOSTS",
+            "[\"hooks.example.com\"]",
+            |c| c.callbacks.allowed_hosts == ["hooks.example.com"],
+        ),
+        (
+            "AIP_CALLBACKS__ALLOW_INTERNAL_HOSTS",
+            "[\"10.0.0.5\"]",
+            |c| c.callbacks.allow_internal_hosts == ["10.0.0.5"],
+        ),
+        ("AIP_CALLBACKS__ALLOW_HTTP_HOSTS", "[\"10.0.0.5\"]", |c| {
+            c.callbacks.allow_http_hosts == ["10.0.0.5"]
+        }),
+        ("AIP_CALLBACKS__MAX_ATTEMPTS", "3", |c| {
+            c.callbacks.max_attempts == 3
+        }),
+        ("AIP_CALLBACKS__TIMEOUT_MS", "2500", |c| {
+            c.callbacks.timeout_ms == 2500
+        }),
+        ("AIP_CALLBACKS__RETRY_BACKOFF_MS", "[10, 20]", |c| {
+            c.callbacks.retry_backoff_ms == [10, 20]
+        }),
+        ("AIP_CALLBACKS__MAX_REDIRECTS", "2", |c| {
+            c.callbacks.max_redirects == 2
+        }),
+        ("AIP_CALLBACKS__MAX_REQUEST_BYTES", "4096", |c| {
+            c.callbacks.max_request_bytes == 4096
+        }),
+        ("AIP_CALLBACKS__MAX_RESPONSE_BYTES", "512", |c| {
+            c.callbacks.max_response_bytes == 512
+        }),
+        (
+            "AIP_CALLBACKS__NATS_SUBJECT_PREFIXES",
+            "[\"hooks.\"]",
+            |c| c.callbacks.nats_subject_prefixes == ["hooks."],
+        ),
+        ("AIP_CALLBACKS__SIGN_PAYLOAD", "false", |c| {
+            !c.callbacks.sign_payload
+        }),
+    ]
+}

@@ -707,7 +707,7 @@ mod tests {
     /// effect. Keep in step with the options tables of docs/configuration.md (a test compares them).
     #[allow(clippy::type_complexity)]
     fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
-        vec![
+        let mut all: Vec<(&'static str, &'static str, fn(&Config) -> bool)> = vec![
             ("AIP_LISTEN", "0.0.0.0:8080", |c| c.listen.port() == 8080),
             ("AIP_DATA_DIR", "/srv/aip", |c| {
                 c.data_dir == Path::new("/srv/aip")
@@ -849,7 +849,9 @@ mod tests {
             ("AIP_NATS__MAX_IN_FLIGHT", "7", |c| {
                 c.nats.max_in_flight == 7
             }),
-        ]
+        ];
+        all.extend(crate::callbacks::env_overrides());
+        all
     }
 
     #[test]

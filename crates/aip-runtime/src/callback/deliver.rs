@@ -219,7 +219,11 @@ async fn send(
     let timeout = Duration::from_millis(spec.timeout_ms.min(lease_half).max(1));
     match spec.profile.as_str() {
         HTTP_PROFILE => {
+            let client = runtime
+                .callback_client()
+                .map_err(|e| SendError::Retry(format!("client: {e}")))?;
             super::http::send(
+                client,
                 &runtime.config().callbacks,
                 &spec.target,
                 headers,

@@ -1,10 +1,13 @@
 //! HTTP callback targets (spec 17.4): parsing and policy checks at admission, and the guarded
-//! sender. The sender resolves and checks the host itself and makes the client connect to exactly
-//! the checked addresses (no second resolution, so DNS rebinding cannot switch them), uses no proxy,
-//! follows a redirect only when policy allows one (307/308 only, so the method and body stay), and
-//! checks every hop again. Request size, time and the part of the answer read are bounded.
+//! sender. One client per runtime, whose DNS resolver is the address policy itself
+//! ([`GuardedResolver`]): every address a connection may use was checked when it was resolved, so
+//! DNS rebinding cannot slip an internal address in between a check and a connect (IP literals
+//! never reach a resolver and are checked before the request). No proxy; a redirect is followed
+//! only when policy allows one (307/308 only, so the method and body stay), and every hop is
+//! checked again. Request size, time and the part of the answer read are bounded.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
@@ -64,8 +67,39 @@ async fn resolve(policy: &CallbackPolicy, url: &Url) -> Result<Vec<SocketAddr>, 
     policy.address.resolve(host, port).await
 }
 
+/// Resolves names for the callback client through the address policy: a name with any denied
+/// address resolves to nothing usable (an error), never to a partial answer.
+struct GuardedResolver(super::ssrf::AddressPolicy);
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let policy = self.0.clone();
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            // Port 0: the client puts the URL's port in.
+            let addresses = policy
+                .resolve(&host, 0)
+                .await
+                .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)?;
+            Ok(Box::new(addresses.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// The callback client of a runtime with `policy`: no redirects, no proxy, TLS 1.2+, the guarded
+/// resolver, pooled connections.
+pub(crate) fn client(policy: &CallbackPolicy) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(Arc::new(GuardedResolver(policy.address.clone())))
+        .min_tls_version(reqwest::tls::Version::TLS_1_2)
+        .build()
+}
+
 /// One attempt: POSTs `body` to `target` with `headers`; `Ok` on a 2xx.
 pub(crate) async fn send(
+    client: &reqwest::Client,
     policy: &CallbackPolicy,
     target: &str,
     headers: &[(String, String)],
@@ -76,29 +110,23 @@ pub(crate) async fn send(
     let mut url = parse_target(policy, target).map_err(|e| SendError::Permanent(e.to_string()))?;
     let mut hops = 0;
     loop {
-        let addresses = match resolve(policy, &url).await {
-            Ok(a) => a,
+        // Checked here for a typed answer (and for IP literals, which no resolver sees); the
+        // client's resolver checks every name again as it connects.
+        match resolve(policy, &url).await {
+            Ok(_) => {}
             // A name that does not resolve now may resolve later; a denied one stays denied.
             Err(AddressDenied::Unresolvable(host)) => {
                 return Err(SendError::Retry(format!("{host} does not resolve")));
             }
             Err(denied) => return Err(SendError::Permanent(denied.to_string())),
-        };
+        }
         let remaining = deadline.saturating_duration_since(Instant::now());
         if remaining.is_zero() {
             return Err(SendError::Retry("timed out".into()));
         }
-        let host = url.host_str().unwrap_or_default().to_owned();
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .resolve_to_addrs(&host, &addresses)
-            .timeout(remaining)
-            .min_tls_version(reqwest::tls::Version::TLS_1_2)
-            .build()
-            .map_err(|e| SendError::Retry(format!("client: {e}")))?;
         let mut request = client
             .post(url.clone())
+            .timeout(remaining)
             .header(CONTENT_TYPE, "application/aip+json");
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
@@ -168,5 +196,38 @@ fn describe(e: &reqwest::Error) -> String {
         "could not connect".into()
     } else {
         format!("request failed: {e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_clients_resolver_refuses_a_name_with_a_denied_address_at_connect_time() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        // No pre-check here: the connection itself must not reach the loopback listener.
+        let denied = client(&CallbackPolicy::default())
+            .unwrap()
+            .post(format!("http://localhost:{port}/hook"))
+            .timeout(Duration::from_millis(2000))
+            .send()
+            .await
+            .unwrap_err();
+        assert!(
+            !denied.is_timeout(),
+            "refused before connecting: {denied:?}"
+        );
+        let mut owned = CallbackPolicy::default();
+        owned.address.allow_internal.insert("localhost".into());
+        let reached = client(&owned)
+            .unwrap()
+            .post(format!("http://localhost:{port}/hook"))
+            .timeout(Duration::from_millis(300))
+            .send()
+            .await;
+        // The owned host connects (the listener never answers, so this ends in a timeout).
+        assert!(reached.is_err_and(|e| e.is_timeout()));
     }
 }

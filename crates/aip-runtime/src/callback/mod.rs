@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use deliver::CallbackDeliveries;
+pub(crate) use http::client as http_client;
 
 use crate::error::CallbackError;
 use crate::runtime::Runtime;
