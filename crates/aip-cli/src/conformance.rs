@@ -101,8 +101,13 @@ pub const CLASSES: &[Class] = &[
     },
     Class {
         name: "Delegation runtime",
-        claimed: false,
-        evidence: &["delegation chains are refused (issue 17)"],
+        claimed: true,
+        evidence: &[
+            "aip-cli::serve_delegation::a_capability_delegated_to_a_peer_completes_from_its_signed_result_and_both_views_show_the_graph",
+            "aip-cli::serve_delegation::a_wrong_key_a_narrow_scope_a_loop_and_an_overlong_chain_are_each_refused",
+            "aip-cli::serve_delegation::cancelling_a_parent_cancels_its_child_on_the_peer",
+            "aip-runtime::delegation::refused_chains_and_requests_name_their_error_and_admit_nothing",
+        ],
     },
     Class {
         name: "Callback runtime",

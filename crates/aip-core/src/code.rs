@@ -188,6 +188,29 @@ error_codes! {
     NotCompensable = "aip.transaction.not_compensable", Permanent;
     /// The transaction has no unknown outcome to reconcile, or a reconciliation is running (13.6).
     NotReconcilable = "aip.transaction.not_reconcilable", Permanent;
+    // ---- delegation (spec 14) ----
+    /// The sender of a delegation is not a configured peer, or its signature is not the peer's key.
+    DelegationPeerUnauthenticated = "aip.delegation.peer_unauthenticated", Auth;
+    /// The request names another requester or delegate than the authenticated peer and this node.
+    DelegationPeerMismatch = "aip.delegation.peer_mismatch", Policy;
+    /// The chain is longer than ten entries or the configured limit (spec 14.3).
+    DelegationChainTooLong = "aip.delegation.chain_too_long", Policy;
+    /// This node already appears in the chain (spec 14.3).
+    DelegationLoop = "aip.delegation.loop", Policy;
+    /// A hop grants more than it received (spec 14.3).
+    DelegationScopeWidened = "aip.delegation.scope_widened", Policy;
+    /// The delegated scope does not cover the child's capability.
+    DelegationScopeInsufficient = "aip.delegation.scope_insufficient", Policy;
+    /// A chain entry or a delegated authority grant expired (spec 8.4, 14.3).
+    DelegationExpired = "aip.delegation.expired", Policy;
+    /// The chain passes through a forbidden trust domain (spec 14.3).
+    DelegationTrustDomainForbidden = "aip.delegation.trust_domain_forbidden", Policy;
+    /// The capability's execution contract here is not the one the delegating node states.
+    DelegationContractMismatch = "aip.delegation.contract_mismatch", Permanent;
+    /// The chain or the request is malformed (no entry for this hop, an empty scope).
+    DelegationChainInvalid = "aip.delegation.chain_invalid", Permanent;
+    /// The delegated child failed, or its peer could not give a verifiable outcome.
+    DelegationChildFailed = "aip.delegation.child_failed", Connector;
     // ---- callbacks (spec 17) ----
     /// The callback is malformed: an unknown profile, an unreadable target, unknown metadata.
     CallbackTargetInvalid = "aip.callback.target_invalid", Permanent;

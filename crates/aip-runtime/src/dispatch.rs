@@ -53,6 +53,7 @@ pub const SERVED: &[MessageType] = &[
     MessageType::TransactionQueryRequest,
     MessageType::CallbackDeliveryQueryRequest,
     MessageType::CallbackDeliveryListRequest,
+    MessageType::DelegationRequest,
 ];
 
 impl Runtime {
@@ -202,6 +203,7 @@ impl Runtime {
                 request,
                 B::CallbackDeliveryList(self.read_callback_deliveries(caller, b).await?),
             ),
+            B::DelegationRequest(b) => self.serve_delegation_request(caller, request, b).await?,
             B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
             B::EscalationResolution(b) => {
                 self.serve_escalation_resolution(caller, request, b).await?

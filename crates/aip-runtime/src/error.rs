@@ -118,6 +118,63 @@ pub enum RuntimeError {
     /// A callback target or delivery request was refused (spec 17).
     #[error(transparent)]
     Callback(#[from] CallbackError),
+    /// A delegation or a delegation chain was refused (spec 14).
+    #[error(transparent)]
+    Delegation(#[from] DelegationError),
+}
+
+/// Why a delegation was refused (spec 14); nothing was admitted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DelegationError {
+    /// The sender is not a configured peer authenticated by its key.
+    #[error("the sender is not a configured peer authenticated by its signature")]
+    PeerUnauthenticated,
+    /// The requester or delegate is not the authenticated peer or this node.
+    #[error("delegation refused: {0}")]
+    PeerMismatch(String),
+    /// The chain is too long.
+    #[error("the delegation chain is longer than {0} entries")]
+    ChainTooLong(usize),
+    /// This node is already in the chain.
+    #[error("the delegation chain loops back to this node")]
+    Loop,
+    /// Entry `0` grants more than the entry before it.
+    #[error("delegation chain entry {0} widens the scope it received")]
+    ScopeWidened(usize),
+    /// The delegated scope does not cover the capability.
+    #[error("the delegated scope does not cover {0}")]
+    ScopeInsufficient(String),
+    /// An entry or grant expired.
+    #[error("a delegation chain entry or grant expired")]
+    Expired,
+    /// A forbidden trust domain.
+    #[error("the delegation chain passes through forbidden trust domain {0}")]
+    TrustDomainForbidden(String),
+    /// The execution contract differs.
+    #[error("the capability's execution contract here is not the one the delegating node states")]
+    ContractMismatch,
+    /// Malformed chain or request.
+    #[error("delegation refused: {0}")]
+    ChainInvalid(String),
+}
+
+impl DelegationError {
+    /// The wire code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            DelegationError::PeerUnauthenticated => ErrorCode::DelegationPeerUnauthenticated,
+            DelegationError::PeerMismatch(_) => ErrorCode::DelegationPeerMismatch,
+            DelegationError::ChainTooLong(_) => ErrorCode::DelegationChainTooLong,
+            DelegationError::Loop => ErrorCode::DelegationLoop,
+            DelegationError::ScopeWidened(_) => ErrorCode::DelegationScopeWidened,
+            DelegationError::ScopeInsufficient(_) => ErrorCode::DelegationScopeInsufficient,
+            DelegationError::Expired => ErrorCode::DelegationExpired,
+            DelegationError::TrustDomainForbidden(_) => ErrorCode::DelegationTrustDomainForbidden,
+            DelegationError::ContractMismatch => ErrorCode::DelegationContractMismatch,
+            DelegationError::ChainInvalid(_) => ErrorCode::DelegationChainInvalid,
+        }
+    }
 }
 
 /// Why a callback was refused (spec 17); nothing was admitted or changed.
@@ -296,6 +353,7 @@ impl RuntimeError {
             RuntimeError::ResolutionNotAllowed(_) => ErrorCode::ResolutionNotAllowed,
             RuntimeError::Transaction(e) => e.code(),
             RuntimeError::Callback(e) => e.code(),
+            RuntimeError::Delegation(e) => e.code(),
         }
     }
 

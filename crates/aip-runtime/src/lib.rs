@@ -16,6 +16,7 @@ pub mod approval;
 pub mod callback;
 pub mod caller;
 pub mod clock;
+pub mod delegation;
 mod dispatch;
 pub mod error;
 pub mod escalation;
@@ -38,7 +39,7 @@ pub use admission::ActionRequest;
 pub use admission::policy::{PolicyDecision, PolicyGate, PolicySubject, ScopePolicy};
 pub use caller::Caller;
 pub use dispatch::{Accept, SERVED};
-pub use error::{CallbackError, RuntimeError, TransactionError};
+pub use error::{CallbackError, DelegationError, RuntimeError, TransactionError};
 pub use handler::{
     ActionHandler, Compensated, HandlerError, HandlerOutput, HandlerSupport, Mode, OperationReport,
     Reconciliation, TransactionContext, TransactionSupport, TrustedContext,

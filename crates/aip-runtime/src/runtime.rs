@@ -54,6 +54,8 @@ pub struct RuntimeConfig {
     /// How long after a commit's admission the runtime first reconciles it if its outcome is then
     /// unknown (spec 13.6; the commit itself is never retried); 0: only on request.
     pub reconcile_after_ms: u64,
+    /// Delegation policy and peers (spec 14).
+    pub delegation: crate::delegation::DelegationPolicy,
     /// Callback policy (spec 17).
     pub callbacks: crate::callback::CallbackPolicy,
     /// The node's signing key (its `did:key` is the manifest agent's `did`): signs callback

@@ -18,10 +18,6 @@ fn refused_contexts() -> Vec<(&'static str, Value)> {
     let now = aip_core::Timestamp::now();
     vec![
         ("transaction", json!({ "mode": "dry_run" })),
-        (
-            "delegation_chain",
-            json!([{ "from": principal("svc:a"), "to": principal("svc:b"), "scope": "book", "delegated_at": now }]),
-        ),
         ("federation", json!({ "trust_domain": "other.example" })),
         (
             "approval",

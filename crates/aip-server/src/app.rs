@@ -68,13 +68,21 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = AuthIndex::from_config(config)?;
     let store = open_store(config).await?;
+    let identity = crate::identity::NodeIdentity::load_or_create(
+        &config.data_dir,
+        config.node_key_file.as_deref(),
+    )?;
+    let mut agent = agent_principal(&config.agent.id, &config.agent.name);
+    agent.did = Some(identity.did().to_owned());
+    agent.trust_domain = Some(config.delegation.trust_domain.clone());
+    let node = (Arc::new(identity.signing_key().clone()), agent.clone());
     let mut entries = if config.demo_capabilities {
         aip_runtime::handler::demo::demo_capabilities(Arc::clone(&store))
     } else {
         Vec::new()
     };
     for entry in &config.capabilities {
-        entries.push(configured_capability(entry)?);
+        entries.push(configured_capability(entry, config, &node)?);
     }
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
@@ -93,12 +101,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             .map_err(|_| ServeError::Config(format!("{} is not an Ed25519 did:key", signer.did)))?;
         trusted_signers.insert(signer.did.clone(), signer.principal.clone());
     }
-    let identity = crate::identity::NodeIdentity::load_or_create(
-        &config.data_dir,
-        config.node_key_file.as_deref(),
-    )?;
-    let mut agent = agent_principal(&config.agent.id, &config.agent.name);
-    agent.did = Some(identity.did().to_owned());
+    // A peer's key speaks for its peer principal (spec 14.2).
+    for peer in &config.peers {
+        trusted_signers.insert(peer.did.clone(), peer.principal_id());
+    }
     let limits = &config.limits;
     let runtime_config = RuntimeConfig {
         agent,
@@ -126,7 +132,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         resources,
         reconcile_after_ms: limits.reconcile_after_ms,
         callbacks: config.callbacks.policy(),
-        node_key: Some(Arc::new(identity.signing_key().clone())),
+        delegation: crate::peers::policy(&config.delegation, &config.peers),
+        node_key: Some(Arc::clone(&node.0)),
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
@@ -332,6 +339,8 @@ fn check_tenant_policies(config: &Config, entries: &[CapabilityEntry]) -> Result
 
 fn configured_capability(
     entry: &crate::config::CapabilityConfig,
+    config: &Config,
+    node: &crate::peers::NodeSelf,
 ) -> Result<CapabilityEntry, ServeError> {
     let capability: Capability =
         serde_json::from_value(serde_json::Value::Object(entry.capability.clone()))
@@ -371,21 +380,7 @@ fn configured_capability(
                 // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
                 let mutation =
                     contract.is_none_or(|c| c.side_effects.iter().any(|e| *e != SideEffect::Read));
-                let mut modes = BTreeSet::new();
-                match contract {
-                    Some(c) => {
-                        if c.execution.supports_sync {
-                            modes.insert(Mode::Sync);
-                        }
-                        if c.execution.supports_async {
-                            modes.insert(Mode::Async);
-                        }
-                    }
-                    None => {
-                        modes.insert(Mode::Sync);
-                        modes.insert(Mode::Async);
-                    }
-                }
+                let modes = contract_modes(&capability);
                 let extra_roots_pem = match ca_file {
                     Some(path) => Some(std::fs::read(path).map_err(|e| {
                         ServeError::Config(format!(
@@ -411,6 +406,18 @@ fn configured_capability(
                     ServeError::Config(format!("capability {}: {e}", capability.id))
                 })?)
             }
+            HandlerConfig::Peer {
+                peer,
+                capability: remote,
+                scope,
+            } => crate::peers::handler(
+                &capability,
+                (peer, remote, scope.as_deref()),
+                &config.peers,
+                node,
+                contract_modes(&capability),
+            )
+            .map_err(ServeError::Config)?,
         };
     Ok(CapabilityEntry {
         capability,
@@ -418,6 +425,27 @@ fn configured_capability(
         approval_tiers,
         approval_excluded_roles: entry.approval_excluded_roles.clone(),
     })
+}
+
+/// The modes a configured capability's contract declares (sync and async; streaming needs a
+/// handler that streams); without a contract, both.
+fn contract_modes(capability: &Capability) -> BTreeSet<Mode> {
+    let mut modes = BTreeSet::new();
+    match capability.contract.as_ref() {
+        Some(c) => {
+            if c.execution.supports_sync {
+                modes.insert(Mode::Sync);
+            }
+            if c.execution.supports_async {
+                modes.insert(Mode::Async);
+            }
+        }
+        None => {
+            modes.insert(Mode::Sync);
+            modes.insert(Mode::Async);
+        }
+    }
+    modes
 }
 
 /// The transaction support of an `http` capability (spec 13): what its contract declares, which

@@ -20,6 +20,8 @@ pub const ADMIN_PRINCIPAL: &str = "admin";
 #[derive(Debug, Clone, Default)]
 pub struct AuthIndex {
     by_hash: HashMap<[u8; 32], Caller>,
+    /// Peer principals by their node did:key: reachable only by a verified signature.
+    peers: HashMap<String, Caller>,
 }
 
 /// Why authentication state could not be built.
@@ -113,6 +115,9 @@ impl AuthIndex {
             };
             index.insert_with(hash, caller, &config.approval_policies)?;
         }
+        for peer in &config.peers {
+            index.peers.insert(peer.did.clone(), peer.caller());
+        }
         Ok(index)
     }
 
@@ -126,7 +131,21 @@ impl AuthIndex {
 
     /// The configured principal with this id, for binding a verified signer to it (spec 22.2).
     pub fn principal(&self, id: &str) -> Option<&Caller> {
-        self.by_hash.values().find(|c| c.id == id)
+        self.by_hash
+            .values()
+            .chain(self.peers.values())
+            .find(|c| c.id == id)
+    }
+
+    /// Whether no peer is configured (then every request needs a bearer token).
+    pub fn has_no_peers(&self) -> bool {
+        self.peers.is_empty()
+    }
+
+    /// The peer whose node key is `did` (spec 14.2): its requests carry no bearer token, only its
+    /// signature, which the runtime verifies.
+    pub fn peer(&self, did: &str) -> Option<&Caller> {
+        self.peers.get(did)
     }
 
     /// The principal directory as the approval resolver sees it (spec 12.1): each configured

@@ -28,6 +28,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "resources",
     "resource_root",
     "callbacks",
+    "delegation",
+    "peers",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -96,6 +98,12 @@ pub struct Config {
     /// Callback policy (spec 17): which targets actions may name and how deliveries are made.
     #[serde(default)]
     pub callbacks: crate::callbacks::CallbacksConfig,
+    /// Delegation policy (spec 14): this node's trust domain and chain limits.
+    #[serde(default)]
+    pub delegation: crate::peers::DelegationConfig,
+    /// Peer nodes, pinned by their did:key (spec 14.2).
+    #[serde(default)]
+    pub peers: Vec<crate::peers::PeerConfig>,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -333,6 +341,16 @@ pub enum HandlerConfig {
         #[serde(default)]
         plan_ttl_ms: Option<u64>,
     },
+    /// Delegate each action to a configured peer (spec 14): the peer runs `capability`.
+    Peer {
+        /// The `[[peers]]` name (it needs a `url`).
+        peer: String,
+        /// The capability id at the peer.
+        capability: String,
+        /// The scope delegated with each child; default `invoke:<capability>`.
+        #[serde(default)]
+        scope: Option<String>,
+    },
 }
 
 /// Why configuration could not be loaded.
@@ -468,6 +486,7 @@ impl Config {
         }
         self.nats.check()?;
         self.callbacks.check()?;
+        crate::peers::check(&self.delegation, &self.peers)?;
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(ConfigError::Invalid("a principal has an empty id".into()));
@@ -513,6 +532,8 @@ impl Default for Config {
             resources: Vec::new(),
             resource_root: None,
             callbacks: crate::callbacks::CallbacksConfig::default(),
+            delegation: crate::peers::DelegationConfig::default(),
+            peers: Vec::new(),
         }
     }
 }

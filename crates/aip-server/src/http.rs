@@ -217,6 +217,15 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             request.extensions_mut().insert(caller);
             next.run(request).await
         }
+        // A peer's request carries no bearer token, only its signature (spec 14.2): the envelope
+        // endpoint resolves and the runtime verifies it.
+        None if request.method() == axum::http::Method::POST
+            && request.uri().path() == "/aip/v1/messages"
+            && !request.headers().contains_key(header::AUTHORIZATION)
+            && !state.auth.has_no_peers() =>
+        {
+            next.run(request).await
+        }
         // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
         None if request.method() == axum::http::Method::POST
             && matches!(request.uri().path(), "/aip/v1/messages" | "/aip/v1/actions") =>

@@ -13,6 +13,7 @@ pub mod http;
 pub mod identity;
 pub mod links;
 pub mod nats;
+pub mod peers;
 pub mod routes;
 pub mod sse;
 pub mod status;

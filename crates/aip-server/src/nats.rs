@@ -275,6 +275,12 @@ pub async fn start(
         .trusted_signers
         .iter()
         .map(|s| (s.did.clone(), s.principal.clone()))
+        .chain(
+            config
+                .peers
+                .iter()
+                .map(|p| (p.did.clone(), p.principal_id())),
+        )
         .collect();
     let options = connect_options(nats).await?;
     let client = options

@@ -310,6 +310,12 @@ fn trusted_context(
         correlation_id: record.correlation_id.clone(),
         trace: req.get("trace").filter(|t| !t.is_null()).cloned(),
         deadline_unix_ms: u64::try_from(deadline_ms).unwrap_or(0),
+        admitted_unix_ms: u64::try_from(record.created_at_ms).unwrap_or(0),
+        delegation_chain: match req.pointer("/action/delegation_chain") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| corrupt(record, &format!("delegation chain: {e}")))?,
+        },
         deadline: Instant::now() + Duration::from_millis(remaining),
         cancellation,
         chunks: ChunkSink::default(),

@@ -28,7 +28,7 @@ pub(crate) fn check(
     capability: &AdmittedCapability,
     action: &Action,
 ) -> Result<Contract, RuntimeError> {
-    unsupported_context(caller, action)?;
+    unsupported_context(runtime, caller, action)?;
     let mode = match action.mode.unwrap_or(ActionMode::Sync) {
         ActionMode::Sync => Mode::Sync,
         ActionMode::Async => Mode::Async,
@@ -56,13 +56,16 @@ pub(crate) fn check(
 /// The first context of `action` this runtime does not implement, as a refusal. Observability
 /// metadata is kept with the request; an identity context may only name the caller's own tenant
 /// (a request-supplied tenant is a selector, never authority: spec 22.6).
-fn unsupported_context(caller: &Caller, action: &Action) -> Result<(), RuntimeError> {
+fn unsupported_context(
+    runtime: &Runtime,
+    caller: &Caller,
+    action: &Action,
+) -> Result<(), RuntimeError> {
     // A transaction context is checked against the capability's transaction contract by
     // `crate::transaction` (a capability without one refuses it there).
     // A callback is checked against deployment policy by `crate::callback::admit`.
-    let refused = if !action.delegation_chain.is_empty() {
-        Some("delegation_chain")
-    } else if action.federation.is_some() {
+    crate::delegation::check_chain(runtime, caller, action)?;
+    let refused = if action.federation.is_some() {
         Some("federation")
     } else if action.approval.is_some() {
         Some("approval")

@@ -52,6 +52,9 @@ pub struct ActionRequest {
     pub trace: Option<Value>,
     /// The message-level idempotency key, used when the action has none of its own.
     pub idempotency_key: Option<String>,
+    /// The delegation this action is the child of (spec 14), recorded with it for the read model;
+    /// set only by the runtime's delegation path.
+    pub delegation: Option<Value>,
 }
 
 impl ActionRequest {
@@ -70,6 +73,7 @@ impl ActionRequest {
                 .as_ref()
                 .and_then(|t| serde_json::to_value(t).ok()),
             idempotency_key: envelope.idempotency_key.clone(),
+            delegation: None,
         }
     }
 

@@ -220,6 +220,16 @@ pub(crate) async fn admit(
     if !slot.is_null() {
         stored_request["transaction"] = slot;
     }
+    // The delegation graph (spec 14.5): a child records its parent; a parent whose capability a
+    // peer serves records the child it will make (its ids follow from the parent's).
+    if let Some(delegation) = &request.delegation {
+        stored_request["delegation"] = delegation.clone();
+    } else if let Some(peer) = capability.handler.delegation_peer() {
+        let (delegation_id, child_action_id) =
+            crate::delegation::ids_of(&caller.tenant, &action_id);
+        stored_request["delegation"] = json!({ "delegation_id": delegation_id,
+            "child_action_id": child_action_id, "peer": peer, "role": "parent" });
+    }
     let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
     let admission = aip_store::Admission {
         action: NewAction {

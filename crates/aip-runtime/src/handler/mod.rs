@@ -4,6 +4,7 @@
 pub mod demo;
 pub mod http;
 pub mod payment;
+pub mod peer;
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -161,6 +162,12 @@ pub struct TrustedContext {
     /// The remaining time budget, fixed when the context was frozen.
     #[serde(skip)]
     pub deadline: Instant,
+    /// Admission time as milliseconds since the Unix epoch.
+    pub admitted_unix_ms: u64,
+    /// The delegation chain the action arrived with (spec 14.3), checked at admission; a handler
+    /// that delegates further extends it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delegation_chain: Vec<aip_core::DelegationEntry>,
     /// Signalled when cancellation of this action is requested (spec 11.8).
     #[serde(skip)]
     pub cancellation: CancellationToken,
@@ -258,6 +265,12 @@ pub trait ActionHandler: Send + Sync + 'static {
         ctx: &TrustedContext,
         input: &Value,
     ) -> Result<HandlerOutput, HandlerError>;
+
+    /// The peer this handler delegates to (spec 14), if it does: the parent action's view then
+    /// names the delegation.
+    fn delegation_peer(&self) -> Option<&str> {
+        None
+    }
 
     /// Looks up an operation whose outcome was unknown (spec 13.6). Called only for capabilities
     /// whose [`TransactionSupport`] lists `reconcile`.

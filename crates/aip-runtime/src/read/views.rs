@@ -42,7 +42,11 @@ pub(crate) fn status(
             .pointer("/transaction/transaction_id")
             .and_then(serde_json::Value::as_str)
             .map(aip_core::TransactionId::new),
-        delegation_id: None,
+        delegation_id: record
+            .request
+            .pointer("/delegation/delegation_id")
+            .and_then(serde_json::Value::as_str)
+            .map(aip_core::DelegationId::new),
         started_at: Some(ts(record.created_at_ms)?),
         updated_at: ts(record.updated_at_ms)?,
         completed_at: if record.state.is_terminal() {
@@ -55,7 +59,7 @@ pub(crate) fn status(
         result: if include_result { result } else { None },
         receipt_chain,
         chunks: Vec::new(),
-        links: BTreeMap::new(),
+        links: delegation_links(record),
     })
 }
 
@@ -103,6 +107,24 @@ pub(crate) fn chain(
 }
 
 /// A stored epoch-millisecond time on the wire.
+/// The delegation graph of an action as links (spec 14.5): a child names its parent action and
+/// peer, a parent its child action and peer.
+fn delegation_links(record: &ActionRecord) -> BTreeMap<String, String> {
+    let mut links = BTreeMap::new();
+    if let Some(d) = record.request.get("delegation") {
+        for (member, link) in [
+            ("parent_action_id", "delegation_parent_action"),
+            ("child_action_id", "delegation_child_action"),
+            ("peer", "delegation_peer"),
+        ] {
+            if let Some(v) = d.get(member).and_then(serde_json::Value::as_str) {
+                links.insert(link.to_owned(), v.to_owned());
+            }
+        }
+    }
+    links
+}
+
 pub(crate) fn ts(ms: i64) -> Result<Timestamp, RuntimeError> {
     Timestamp::from_unix_millis(ms).ok_or_else(|| corrupt(format!("timestamp {ms}")))
 }

@@ -175,6 +175,7 @@ impl Runtime {
             correlation_id: commit.correlation_id.clone(),
             trace: None,
             idempotency_key: None,
+            delegation: None,
         };
         match self.submit_action(&caller, request).await {
             Ok(_) => Ok(()),

@@ -1,0 +1,327 @@
+//! The `peer` handler: a capability served by a peer node (spec 14, 26.3). The parent action is
+//! admitted here like any other; running it sends an `aip.agent.v1.delegation_request` signed with
+//! this node's key to the peer, whose answer must be a `delegation_result` signed with the peer's
+//! pinned did:key (an unsigned or otherwise signed answer is never taken as the child's result).
+//! The child's ids are derived from the parent's, so a re-run of the parent (a retry, a restart,
+//! another node) re-attaches to the same child: the peer admits it once. The parent follows the
+//! child by re-sending the request with a bounded wait until the child is terminal; cancelling the
+//! parent sends the peer a signed cancel for the child.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{
+    CancelTarget, DelegationRequest, DelegationStatus, Envelope, ErrorCode, MessageBody, Principal,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
+use crate::delegation::{Peer, ids_of};
+
+/// Largest answer read from a peer.
+const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+/// How long the peer may hold one request waiting for the child to finish.
+const FOLLOW_WAIT_MS: u64 = 10_000;
+
+/// Where and how a capability is delegated.
+#[derive(Debug, Clone)]
+pub struct PeerRoute {
+    /// The peer.
+    pub peer: Peer,
+    /// The peer's native HTTP base URL (`https://host[:port]`; `http://` inside a protected local
+    /// boundary).
+    pub url: String,
+    /// The capability the peer runs.
+    pub capability: String,
+    /// The scope delegated with each child (whitespace-separated labels, e.g.
+    /// `invoke:cap:demo:echo`).
+    pub scope: String,
+    /// The digest of the execution contract the peer must be running
+    /// (`delegation::contract_digest` of this capability's contract).
+    pub contract_digest: String,
+    /// The modes the capability is offered in here.
+    pub modes: BTreeSet<Mode>,
+}
+
+/// Delegates each action to a peer.
+pub struct PeerHandler {
+    route: PeerRoute,
+    key: Arc<ed25519_dalek::SigningKey>,
+    me: Principal,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for PeerHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerHandler")
+            .field("route", &self.route)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one exchange with the peer gave.
+enum Answer {
+    /// The child's state, from a verified `delegation_result`.
+    State(Box<aip_core::DelegationResult>),
+    /// The peer refused (its error envelope).
+    Refused(aip_core::ProtocolError),
+}
+
+impl PeerHandler {
+    /// A handler for `route`; `me` is this node's agent principal (its `did` and trust domain are
+    /// what the peer checks), `key` the node key whose did:key `me` names.
+    pub fn new(
+        route: PeerRoute,
+        key: Arc<ed25519_dalek::SigningKey>,
+        me: Principal,
+    ) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .use_rustls_tls()
+            .min_tls_version(reqwest::tls::Version::TLS_1_2)
+            .build()?;
+        Ok(Self {
+            route,
+            key,
+            me,
+            client,
+        })
+    }
+
+    fn delegate(&self) -> Principal {
+        let mut delegate: Principal = serde_json::from_value(json!({
+            "id": format!("peer:{}", self.route.peer.name), "kind": "agent",
+        }))
+        .unwrap_or_else(|_| self.me.clone());
+        delegate.did = Some(self.route.peer.did.clone());
+        delegate.trust_domain = Some(self.route.peer.trust_domain.clone());
+        delegate
+    }
+
+    /// The delegation request of the parent in `ctx`: byte-stable across re-runs.
+    fn request(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<DelegationRequest, HandlerError> {
+        let (delegation_id, child_id) = ids_of(&ctx.tenant, &ctx.action_id);
+        let delegated_at = aip_core::Timestamp::from_unix_millis(
+            i64::try_from(ctx.admitted_unix_ms).unwrap_or(i64::MAX),
+        )
+        .ok_or_else(|| failed("the parent's admission time is out of range", false))?;
+        let mut chain = ctx.delegation_chain.clone();
+        chain.push(aip_core::DelegationEntry {
+            from: self.me.clone(),
+            to: self.delegate(),
+            scope: self.route.scope.clone(),
+            delegated_at,
+        });
+        let timeout_ms = ctx
+            .deadline_unix_ms
+            .saturating_sub(ctx.admitted_unix_ms)
+            .max(1);
+        let mut child = json!({
+            "id": child_id, "capability_id": self.route.capability, "input": input, "mode": "async",
+            "timeout_ms": timeout_ms, "delegation_chain": chain,
+        });
+        // The parent's key goes with the child: the peer's collision rules then apply to it too.
+        if let Some(key) = &ctx.idempotency_key {
+            child["idempotency_key"] = json!(key);
+        }
+        serde_json::from_value(json!({
+            "delegation_id": delegation_id,
+            "parent_action_id": ctx.action_id,
+            "child_action": child,
+            "requested_by": self.me,
+            "delegate": self.delegate(),
+            "scope": self.route.scope,
+            "metadata": { "contract_digest": self.route.contract_digest, "wait_ms": FOLLOW_WAIT_MS },
+        }))
+        .map_err(|e| failed(&format!("the delegation request is malformed: {e}"), false))
+    }
+
+    /// Sends one signed envelope carrying `body` to the peer; returns its answer, verified.
+    async fn exchange(&self, body: MessageBody, timeout: Duration) -> Result<Answer, String> {
+        let mut envelope = Envelope::new(body);
+        envelope.from = Some(self.me.clone());
+        let signed = aip_core::signing::sign_envelope(&envelope, &self.key)
+            .map_err(|e| format!("signing: {e}"))?;
+        let url = format!("{}/aip/v1/messages", self.route.url.trim_end_matches('/'));
+        let response = self
+            .client
+            .post(url)
+            .header("content-type", "application/aip+json")
+            .timeout(timeout)
+            .body(signed.to_string())
+            .send()
+            .await
+            .map_err(|e| format!("the peer could not be reached: {e}"))?;
+        let bytes = bounded(response).await?;
+        let (decoded, raw) = aip_core::decode_envelope_value(&bytes, &aip_core::Limits::default())
+            .map_err(|e| format!("the peer's answer is not an envelope: {e}"))?;
+        match decoded.body {
+            MessageBody::DelegationResult(result) => {
+                // Spec 14.4: only the authenticated child workflow's answer is evidence.
+                let signer = aip_core::signing::verify_value(&raw)
+                    .map_err(|_| "the peer's delegation result is not signed".to_owned())?;
+                if signer.did != self.route.peer.did {
+                    return Ok(Answer::Refused(
+                        ErrorCode::DelegationPeerUnauthenticated.error(format!(
+                            "the delegation result is signed by {}, not by the peer",
+                            signer.did
+                        )),
+                    ));
+                }
+                Ok(Answer::State(Box::new(result)))
+            }
+            // A refusal needs no signature to be believed: it can only make the parent fail.
+            MessageBody::Error(e) => Ok(Answer::Refused(e.error)),
+            MessageBody::Ack(_) => Ok(Answer::Refused(
+                ErrorCode::Internal.error("the peer acknowledged without an answer"),
+            )),
+            other => Err(format!(
+                "the peer answered {} to a delegation",
+                other.message_type().as_str()
+            )),
+        }
+    }
+
+    /// Asks the peer to cancel the child (spec 14.5); best effort, the following continues.
+    async fn cancel_child(&self, child_id: &str) {
+        let body = MessageBody::Cancel(aip_core::Cancel {
+            target: CancelTarget::Action(aip_core::ActionId::new(child_id)),
+            reason: Some("the parent action was cancelled".into()),
+        });
+        if let Err(e) = self.exchange(body, Duration::from_secs(10)).await {
+            tracing::warn!(child = child_id, error = %e, "cancel of a delegated child not sent");
+        }
+    }
+}
+
+#[async_trait]
+impl ActionHandler for PeerHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: self.route.modes.clone(),
+            cancellable: true,
+            // Re-running the parent re-attaches to the one child the peer admitted (its id is the
+            // parent's), so a restart resumes the delegation instead of repeating the work.
+            mutation: false,
+            transactions: None,
+        }
+    }
+
+    fn delegation_peer(&self) -> Option<&str> {
+        Some(&self.route.peer.name)
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let request = self.request(ctx, input)?;
+        let child_id = request.child_action.id.as_str().to_owned();
+        let mut cancel_sent = false;
+        let mut backoff = Duration::from_millis(200);
+        loop {
+            let remaining = ctx
+                .deadline
+                .saturating_duration_since(tokio::time::Instant::now().into_std());
+            if remaining.is_zero() {
+                self.cancel_child(&child_id).await;
+                return Err(HandlerError::DeadlineExceeded);
+            }
+            let timeout = remaining.min(Duration::from_millis(FOLLOW_WAIT_MS + 5_000));
+            let body = MessageBody::DelegationRequest(request.clone());
+            let answer = tokio::select! {
+                answer = self.exchange(body, timeout) => answer,
+                () = ctx.cancellation.cancelled(), if !cancel_sent => {
+                    cancel_sent = true;
+                    self.cancel_child(&child_id).await;
+                    continue;
+                }
+            };
+            match answer {
+                Ok(Answer::State(result)) => {
+                    if result.child_action_id.as_str() != child_id
+                        || result.delegation_id != request.delegation_id
+                    {
+                        return Err(failed("the peer answered for another delegation", false));
+                    }
+                    match result.status {
+                        DelegationStatus::Completed => {
+                            let output =
+                                result.result.and_then(|r| r.output).unwrap_or(Value::Null);
+                            return Ok(HandlerOutput { output });
+                        }
+                        DelegationStatus::Cancelled if cancel_sent => {
+                            return Err(HandlerError::Cancelled);
+                        }
+                        DelegationStatus::Failed | DelegationStatus::Cancelled => {
+                            let error = result
+                                .result
+                                .and_then(|r| r.error)
+                                .or(result.error)
+                                .unwrap_or_else(|| {
+                                    ErrorCode::DelegationChildFailed
+                                        .error("the delegated child failed")
+                                });
+                            return Err(HandlerError::Failed {
+                                code: error.code.clone(),
+                                message: format!(
+                                    "delegated to {}: {}",
+                                    self.route.peer.name, error.message
+                                ),
+                                retryable: error.retryable.unwrap_or(false),
+                            });
+                        }
+                        // Accepted, running, waiting for a human there: follow on.
+                        _ => backoff = Duration::from_millis(200),
+                    }
+                }
+                Ok(Answer::Refused(error)) => {
+                    return Err(HandlerError::Failed {
+                        code: error.code.clone(),
+                        message: format!(
+                            "{} refused the delegation: {}",
+                            self.route.peer.name, error.message
+                        ),
+                        retryable: error.retryable.unwrap_or(false),
+                    });
+                }
+                // The peer is unreachable or answered nonsense: the request is idempotent (the
+                // child's id is fixed), so asking again is safe.
+                Err(e) => {
+                    tracing::warn!(peer = %self.route.peer.name, error = %e, "delegation exchange failed; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = ctx.cancellation.cancelled(), if !cancel_sent => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+}
+
+fn failed(message: &str, retryable: bool) -> HandlerError {
+    HandlerError::Failed {
+        code: ErrorCode::DelegationChildFailed.as_str().to_owned(),
+        message: message.to_owned(),
+        retryable,
+    }
+}
+
+async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if out.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err("the peer's answer is too large".into());
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}

@@ -1,0 +1,211 @@
+//! Peers and delegation (spec 14): the `[delegation]` section and the `[[peers]]` entries. A peer
+//! is pinned by its node did:key; its signed requests act here as the principal `peer:<name>` with
+//! the tenant and scopes configured for it (nothing in a request widens them), and a capability
+//! with `handler = { kind = "peer", ... }` is served by delegating to it.
+
+use std::collections::BTreeSet;
+
+use aip_runtime::Caller;
+use aip_runtime::delegation::{DelegationPolicy, MAX_CHAIN, Peer};
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+
+/// `[delegation]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DelegationConfig {
+    /// This node's trust domain (stated with its requests to peers, and checked by them).
+    #[serde(default = "default_trust_domain")]
+    pub trust_domain: String,
+    /// Longest delegation chain accepted (1..=10).
+    #[serde(default = "default_max_chain")]
+    pub max_chain: usize,
+    /// Oldest chain entry accepted, ms (1..=604800000).
+    #[serde(default = "default_max_chain_age_ms")]
+    pub max_chain_age_ms: u64,
+    /// Trust domains no accepted chain may pass through.
+    #[serde(default)]
+    pub forbidden_trust_domains: Vec<String>,
+}
+
+impl Default for DelegationConfig {
+    fn default() -> Self {
+        Self {
+            trust_domain: default_trust_domain(),
+            max_chain: default_max_chain(),
+            max_chain_age_ms: default_max_chain_age_ms(),
+            forbidden_trust_domains: Vec::new(),
+        }
+    }
+}
+
+fn default_trust_domain() -> String {
+    DelegationPolicy::default().trust_domain
+}
+fn default_max_chain() -> usize {
+    MAX_CHAIN
+}
+fn default_max_chain_age_ms() -> u64 {
+    DelegationPolicy::default().max_chain_age_ms
+}
+
+/// One `[[peers]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeerConfig {
+    /// Local name (`[a-z0-9_-]`, 1..=64): routes name it; its requests act as `peer:<name>`.
+    pub name: String,
+    /// The peer node's did:key (its manifest `agent.did`).
+    pub did: String,
+    /// The trust domain the peer states (its `[delegation] trust_domain`).
+    pub trust_domain: String,
+    /// The peer's native HTTP base URL, for delegating to it.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The tenant the peer's requests act in here.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// What the peer may do here (e.g. `["invoke:cap:demo:echo"]`); empty: nothing.
+    #[serde(default)]
+    pub scopes: Vec<String>,
+}
+
+fn default_tenant() -> String {
+    "default".into()
+}
+
+impl PeerConfig {
+    /// The principal the peer's signed requests act as.
+    pub fn principal_id(&self) -> String {
+        format!("peer:{}", self.name)
+    }
+
+    /// That principal as a caller.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            id: self.principal_id(),
+            kind: aip_core::PrincipalKind::Agent,
+            tenant: self.tenant.clone(),
+            scopes: self.scopes.clone(),
+            issuer: self.did.clone(),
+            external_account: None,
+            roles: Vec::new(),
+            groups: Vec::new(),
+            approval_policies: Vec::new(),
+        }
+    }
+}
+
+/// Range and identity checks of the section and the peers.
+pub fn check(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Result<(), ConfigError> {
+    let invalid = |m: String| Err(ConfigError::Invalid(m));
+    if !(1..=MAX_CHAIN).contains(&delegation.max_chain) {
+        return invalid(format!(
+            "delegation.max_chain must be within 1..={MAX_CHAIN}"
+        ));
+    }
+    if !(1..=604_800_000).contains(&delegation.max_chain_age_ms) {
+        return invalid("delegation.max_chain_age_ms must be within 1..=604800000".into());
+    }
+    if delegation.trust_domain.is_empty() || delegation.trust_domain.len() > 253 {
+        return invalid("delegation.trust_domain must be 1..=253 characters".into());
+    }
+    let mut names = BTreeSet::new();
+    let mut dids = BTreeSet::new();
+    for p in peers {
+        let name_ok = !p.name.is_empty()
+            && p.name.len() <= 64
+            && p.name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !name_ok {
+            return invalid(format!("peers: {:?} must be 1..=64 of [a-z0-9_-]", p.name));
+        }
+        if aip_core::signing::verifying_key_from_did(&p.did).is_err() {
+            return invalid(format!(
+                "peer {}: {} is not an Ed25519 did:key",
+                p.name, p.did
+            ));
+        }
+        if p.trust_domain.is_empty() {
+            return invalid(format!("peer {}: trust_domain is required", p.name));
+        }
+        if let Some(url) = &p.url
+            && !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return invalid(format!("peer {}: url must be an http(s) URL", p.name));
+        }
+        if !names.insert(p.name.as_str()) || !dids.insert(p.did.as_str()) {
+            return invalid(format!(
+                "peer {}: a name and a did:key may be configured once",
+                p.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The runtime's policy.
+pub fn policy(delegation: &DelegationConfig, peers: &[PeerConfig]) -> DelegationPolicy {
+    DelegationPolicy {
+        trust_domain: delegation.trust_domain.clone(),
+        max_chain: delegation.max_chain,
+        max_chain_age_ms: delegation.max_chain_age_ms,
+        forbidden_trust_domains: delegation.forbidden_trust_domains.iter().cloned().collect(),
+        peers: peers.iter().map(peer).collect(),
+    }
+}
+
+/// The runtime's view of one peer.
+pub fn peer(p: &PeerConfig) -> Peer {
+    Peer {
+        name: p.name.clone(),
+        did: p.did.clone(),
+        trust_domain: p.trust_domain.clone(),
+        principal: p.principal_id(),
+    }
+}
+
+/// This node as a delegating peer: its key and its agent principal.
+pub type NodeSelf = (
+    std::sync::Arc<ed25519_dalek::SigningKey>,
+    aip_core::Principal,
+);
+
+/// The handler of a capability served by a peer: `(peer, remote capability, scope)`.
+pub fn handler(
+    capability: &aip_core::Capability,
+    (peer, remote, scope): (&str, &str, Option<&str>),
+    peers: &[PeerConfig],
+    node: &NodeSelf,
+    modes: BTreeSet<aip_runtime::Mode>,
+) -> Result<std::sync::Arc<dyn aip_runtime::ActionHandler>, String> {
+    let invalid = |what: String| format!("capability {}: {what}", capability.id);
+    let entry = peers
+        .iter()
+        .find(|p| p.name == peer)
+        .ok_or_else(|| invalid(format!("peer {peer} is not configured")))?;
+    let url = entry
+        .url
+        .clone()
+        .ok_or_else(|| invalid(format!("peer {peer} has no url to delegate to")))?;
+    let route = aip_runtime::handler::peer::PeerRoute {
+        peer: self::peer(entry),
+        url,
+        capability: remote.to_owned(),
+        scope: scope.map_or_else(
+            || format!("{}{remote}", aip_runtime::caller::SCOPE_INVOKE_PREFIX),
+            str::to_owned,
+        ),
+        contract_digest: aip_runtime::delegation::contract_digest(capability.contract.as_ref()),
+        modes,
+    };
+    let handler = aip_runtime::handler::peer::PeerHandler::new(
+        route,
+        std::sync::Arc::clone(&node.0),
+        node.1.clone(),
+    )
+    .map_err(|e| invalid(e.to_string()))?;
+    Ok(std::sync::Arc::new(handler))
+}
