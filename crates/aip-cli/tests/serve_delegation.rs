@@ -11,22 +11,10 @@ mod support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
+use support::peers::{key_file, routed};
 use support::{Client, Server, envelope, id, pause};
-
-/// A node key file in the `aip keys generate` format (mode 0600); returns its did:key.
-fn key_file(path: &Path, key: &SigningKey) -> String {
-    use std::os::unix::fs::PermissionsExt;
-    let did = aip_core::signing::did_key(&key.verifying_key());
-    let file = json!({ "kty": "OKP", "crv": "Ed25519", "d": URL_SAFE_NO_PAD.encode(key.to_bytes()),
-                       "x": URL_SAFE_NO_PAD.encode(key.verifying_key().as_bytes()), "did": did });
-    std::fs::write(path, file.to_string()).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
-    did
-}
 
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -34,25 +22,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// A JSON value as a TOML inline value (keys always quoted).
-fn toml(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let members: Vec<String> = map
-                .iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| format!("{} = {}", Value::String(k.clone()), toml(v)))
-                .collect();
-            format!("{{ {} }}", members.join(", "))
-        }
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(toml).collect::<Vec<_>>().join(", ")
-        ),
-        other => other.to_string(),
-    }
 }
 
 /// `aip serve` on `port` with `config` (TOML text) in `dir`.
@@ -76,27 +45,6 @@ fn start(dir: &Path, port: u16, config: &str) -> Server {
         .spawn()
         .unwrap();
     Server::from_child(child, &data)
-}
-
-/// A capability entry of node A served by `peer`'s `remote` capability, with `contract`.
-fn routed(
-    id: &str,
-    contract: &Value,
-    input_schema: &Value,
-    peer: &str,
-    remote: &str,
-    scope: Option<&str>,
-) -> String {
-    let mut handler = json!({ "type": "peer", "peer": peer, "capability": remote });
-    if let Some(scope) = scope {
-        handler["scope"] = json!(scope);
-    }
-    format!(
-        "[[capabilities]]\nid = \"{id}\"\nname = \"{id}\"\nkind = \"tool\"\ninput_schema = {}\ncontract = {}\nhandler = {}\n\n",
-        toml(input_schema),
-        toml(contract),
-        toml(&handler)
-    )
 }
 
 struct Pair {

@@ -872,6 +872,7 @@ mod tests {
             }),
         ];
         all.extend(crate::callbacks::env_overrides());
+        all.extend(crate::peers::env_overrides());
         all
     }
 

@@ -209,3 +209,67 @@ pub fn handler(
     .map_err(|e| invalid(e.to_string()))?;
     Ok(std::sync::Arc::new(handler))
 }
+
+/// The `AIP_DELEGATION__*` and `AIP_PEERS` variables with a non-default value and a check that it
+/// took effect (the configuration tests run them with the others).
+#[cfg(test)]
+#[allow(clippy::type_complexity)]
+pub(crate) fn env_overrides() -> Vec<(
+    &'static str,
+    &'static str,
+    fn(&crate::config::Config) -> bool,
+)> {
+    vec![
+        ("AIP_DELEGATION__TRUST_DOMAIN", "a.example", |c| {
+            c.delegation.trust_domain == "a.example"
+        }),
+        ("AIP_DELEGATION__MAX_CHAIN", "4", |c| {
+            c.delegation.max_chain == 4
+        }),
+        ("AIP_DELEGATION__MAX_CHAIN_AGE_MS", "60000", |c| {
+            c.delegation.max_chain_age_ms == 60_000
+        }),
+        (
+            "AIP_DELEGATION__FORBIDDEN_TRUST_DOMAINS",
+            "[\"evil.example\"]",
+            |c| c.delegation.forbidden_trust_domains == ["evil.example"],
+        ),
+        (
+            "AIP_PEERS",
+            "[{name=\"b\",did=\"did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK\",trust_domain=\"b.example\"}]",
+            |c| c.peers.len() == 1 && c.peers[0].name == "b",
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(name: &str, did: &str) -> PeerConfig {
+        PeerConfig {
+            name: name.into(),
+            did: did.into(),
+            trust_domain: "b.example".into(),
+            url: None,
+            tenant: default_tenant(),
+            scopes: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_peer_needs_a_did_key_a_plain_name_and_is_configured_once() {
+        let did =
+            aip_core::signing::did_key(&aip_core::signing::generate_signing_key().verifying_key());
+        let d = DelegationConfig::default();
+        assert!(check(&d, &[peer("b", &did)]).is_ok());
+        assert!(check(&d, &[peer("B!", &did)]).is_err());
+        assert!(check(&d, &[peer("b", "https://b.example")]).is_err());
+        assert!(check(&d, &[peer("b", &did), peer("c", &did)]).is_err());
+        let far = DelegationConfig {
+            max_chain: 11,
+            ..DelegationConfig::default()
+        };
+        assert!(check(&far, &[]).is_err());
+    }
+}

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub mod nats;
+pub mod peers;
 pub mod ws;
 
 /// A running `aip serve` child process; killed on drop.
