@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 
 use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
+use support::nats::nats_url;
 use support::peers::{key_file, routed};
 use support::{Client, Server, envelope, id, pause};
 
@@ -397,4 +398,75 @@ async fn cancelling_a_parent_cancels_its_child_on_the_peer() {
     assert_eq!(parent_view["state"], "cancelled", "{parent_view}");
     let child_view = b.wait_terminal(&child).await;
     assert_eq!(child_view["state"], "cancelled", "{child_view}");
+}
+
+#[tokio::test]
+async fn a_capability_is_delegated_to_a_peer_over_nats_and_completes_from_its_signed_result() {
+    let Some(url) = nats_url("delegation over NATS") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let a_did = key_file(
+        &a_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    let b_did = key_file(
+        &b_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    // Subjects of their own on the shared NATS server.
+    let (a_domain, b_domain) = (
+        format!("a{}.example", id("")),
+        format!("b{}.example", id("")),
+    );
+    let b_prefix = format!("aip.v1.{}.aip.v1", b_domain.replace('.', "_"));
+    let b = start(
+        &b_dir,
+        free_port(),
+        &format!(
+            "node_key_file = \"{}\"\n[nats]\nurl = \"{url}\"\ntrust_domain = \"{b_domain}\"\n\n\
+             [delegation]\ntrust_domain = \"b.example\"\n\n\
+             [[peers]]\nname = \"a\"\ndid = \"{a_did}\"\ntrust_domain = \"a.example\"\nscopes = [\"invoke:cap:demo:echo\"]\n",
+            b_dir.join("node.key").display()
+        ),
+    );
+    let (_, manifest) = b.admin().get("/aip/v1/manifest").await;
+    let echo = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "cap:demo:echo")
+        .unwrap()
+        .clone();
+    let a = start(
+        &a_dir,
+        free_port(),
+        &format!(
+            "node_key_file = \"{}\"\n[nats]\nurl = \"{url}\"\ntrust_domain = \"{a_domain}\"\n\n\
+             [delegation]\ntrust_domain = \"a.example\"\n\n\
+             [[peers]]\nname = \"b\"\ndid = \"{b_did}\"\ntrust_domain = \"b.example\"\nnats_prefix = \"{b_prefix}\"\n\n{}",
+            a_dir.join("node.key").display(),
+            routed(
+                "cap:b:echo",
+                &echo["contract"],
+                &echo["input_schema"],
+                "b",
+                "cap:demo:echo",
+                None
+            ),
+        ),
+    );
+    let (parent, status, reply) = call(&a.admin(), "cap:b:echo", json!({ "over": "nats" })).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["action_result"]["output"]["over"], "nats",
+        "{reply}"
+    );
+    let (_, child) = aip_runtime::delegation::ids_of("default", &parent);
+    let (status, view) = b.admin().get(&format!("/aip/v1/actions/{child}")).await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["links"]["delegation_parent_action"], parent.as_str());
 }

@@ -61,6 +61,8 @@ pub struct Server {
     pub auth: Arc<AuthIndex>,
     /// The node's `did:key` (the manifest agent's `did`).
     pub node_did: String,
+    /// Where the NATS binding puts its requester for delegations to peers over NATS.
+    pub peer_requester: aip_runtime::handler::peer::RequesterSlot,
 }
 
 /// Open the store, admit capabilities, recover, and build the router.
@@ -75,7 +77,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let mut agent = agent_principal(&config.agent.id, &config.agent.name);
     agent.did = Some(identity.did().to_owned());
     agent.trust_domain = Some(config.delegation.trust_domain.clone());
-    let node = (Arc::new(identity.signing_key().clone()), agent.clone());
+    let node = crate::peers::NodeSelf {
+        key: Arc::new(identity.signing_key().clone()),
+        agent: agent.clone(),
+        nats: Arc::default(),
+    };
     let mut entries = if config.demo_capabilities {
         aip_runtime::handler::demo::demo_capabilities(Arc::clone(&store))
     } else {
@@ -133,7 +139,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         reconcile_after_ms: limits.reconcile_after_ms,
         callbacks: config.callbacks.policy(),
         delegation: crate::peers::policy(&config.delegation, &config.peers),
-        node_key: Some(Arc::clone(&node.0)),
+        node_key: Some(Arc::clone(&node.key)),
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
@@ -163,6 +169,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         runtime,
         auth,
         node_did: identity.did().to_owned(),
+        peer_requester: Arc::clone(&node.nats),
     })
 }
 
@@ -192,6 +199,7 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         &config,
         Arc::clone(&server.auth),
         Arc::clone(&server.runtime),
+        &server.peer_requester,
     )
     .await?;
     println!("aip serve: listening on http://{addr}");
@@ -410,9 +418,10 @@ fn configured_capability(
                 peer,
                 capability: remote,
                 scope,
+                transport,
             } => crate::peers::handler(
                 &capability,
-                (peer, remote, scope.as_deref()),
+                (peer, remote, scope.as_deref(), transport.as_deref()),
                 &config.peers,
                 node,
                 contract_modes(&capability),

@@ -350,6 +350,9 @@ pub enum HandlerConfig {
         /// The scope delegated with each child; default `invoke:<capability>`.
         #[serde(default)]
         scope: Option<String>,
+        /// `http` or `nats`; default: the peer's `url`, else its `nats_prefix`.
+        #[serde(default)]
+        transport: Option<String>,
     },
 }
 

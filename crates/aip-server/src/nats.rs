@@ -257,6 +257,7 @@ pub async fn start(
     config: &Config,
     auth: Arc<AuthIndex>,
     runtime: Arc<Runtime>,
+    peers: &aip_runtime::handler::peer::RequesterSlot,
 ) -> Result<Option<NatsBinding>, NatsError> {
     let nats = &config.nats;
     let Some(url) = nats.url.as_deref() else {
@@ -291,6 +292,8 @@ pub async fn start(
     runtime.set_callback_publisher(Arc::new(crate::callbacks::NatsPublisher::new(
         client.clone(),
     )));
+    // Delegations to peers over NATS (spec 14, 20.4) too.
+    let _already = peers.set(Arc::new(PeerRequests(client.clone())));
     let prefix = nats.subject_prefix();
     let subscription = format!("{prefix}.>");
     let mut subscriber = client
@@ -764,6 +767,29 @@ fn default_queue_group() -> String {
 }
 fn default_max_in_flight() -> usize {
     256
+}
+
+/// Requests to peers over this node's connection (delegations, spec 14): the signed envelope as a
+/// bare payload with the version header; the reply's payload is the peer's envelope.
+struct PeerRequests(async_nats::Client);
+
+#[async_trait::async_trait]
+impl aip_runtime::handler::peer::PeerRequester for PeerRequests {
+    async fn request(
+        &self,
+        subject: String,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(HEADER_VERSION, "1.0");
+        let request = self.0.request_with_headers(subject, headers, body.into());
+        match tokio::time::timeout(timeout, request).await {
+            Err(_) => Err("the peer did not answer in time".into()),
+            Ok(Err(e)) => Err(format!("NATS request failed: {e}")),
+            Ok(Ok(reply)) => Ok(reply.payload.to_vec()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -63,6 +63,10 @@ pub struct PeerConfig {
     /// The peer's native HTTP base URL, for delegating to it.
     #[serde(default)]
     pub url: Option<String>,
+    /// The peer's NATS service subject prefix (`aip.v1.<trust-domain>.<service>.<version>`), for
+    /// delegating to it over NATS (this node needs `nats.url`).
+    #[serde(default)]
+    pub nats_prefix: Option<String>,
     /// The tenant the peer's requests act in here.
     #[serde(default = "default_tenant")]
     pub tenant: String,
@@ -167,16 +171,22 @@ pub fn peer(p: &PeerConfig) -> Peer {
     }
 }
 
-/// This node as a delegating peer: its key and its agent principal.
-pub type NodeSelf = (
-    std::sync::Arc<ed25519_dalek::SigningKey>,
-    aip_core::Principal,
-);
+/// This node as a delegating peer: its key, its agent principal, and the slot its NATS connection
+/// fills once up (routes over NATS use it).
+pub struct NodeSelf {
+    /// The node key.
+    pub key: std::sync::Arc<ed25519_dalek::SigningKey>,
+    /// The node's agent principal (did and trust domain set).
+    pub agent: aip_core::Principal,
+    /// This node's NATS requester, once connected.
+    pub nats: aip_runtime::handler::peer::RequesterSlot,
+}
 
-/// The handler of a capability served by a peer: `(peer, remote capability, scope)`.
+/// The handler of a capability served by a peer: `(peer, remote capability, scope, transport)`;
+/// the transport defaults to the peer's `url`, else its `nats_prefix`.
 pub fn handler(
     capability: &aip_core::Capability,
-    (peer, remote, scope): (&str, &str, Option<&str>),
+    (peer, remote, scope, transport): (&str, &str, Option<&str>, Option<&str>),
     peers: &[PeerConfig],
     node: &NodeSelf,
     modes: BTreeSet<aip_runtime::Mode>,
@@ -186,13 +196,30 @@ pub fn handler(
         .iter()
         .find(|p| p.name == peer)
         .ok_or_else(|| invalid(format!("peer {peer} is not configured")))?;
-    let url = entry
-        .url
-        .clone()
-        .ok_or_else(|| invalid(format!("peer {peer} has no url to delegate to")))?;
+    use aip_runtime::handler::peer::PeerTransport;
+    let transport = match (transport, &entry.url, &entry.nats_prefix) {
+        (Some("http") | None, Some(url), _) => PeerTransport::Http(url.clone()),
+        (Some("nats") | None, _, Some(prefix)) => PeerTransport::Nats {
+            prefix: prefix.clone(),
+            requester: std::sync::Arc::clone(&node.nats),
+        },
+        (Some(t @ ("http" | "nats")), _, _) => {
+            return Err(invalid(format!(
+                "peer {peer} has no {t} address to delegate to"
+            )));
+        }
+        (Some(other), _, _) => {
+            return Err(invalid(format!("transport {other:?} is not http or nats")));
+        }
+        (None, None, None) => {
+            return Err(invalid(format!(
+                "peer {peer} has no url or nats_prefix to delegate to"
+            )));
+        }
+    };
     let route = aip_runtime::handler::peer::PeerRoute {
         peer: self::peer(entry),
-        url,
+        transport,
         capability: remote.to_owned(),
         scope: scope.map_or_else(
             || format!("{}{remote}", aip_runtime::caller::SCOPE_INVOKE_PREFIX),
@@ -203,8 +230,8 @@ pub fn handler(
     };
     let handler = aip_runtime::handler::peer::PeerHandler::new(
         route,
-        std::sync::Arc::clone(&node.0),
-        node.1.clone(),
+        std::sync::Arc::clone(&node.key),
+        node.agent.clone(),
     )
     .map_err(|e| invalid(e.to_string()))?;
     Ok(std::sync::Arc::new(handler))
@@ -252,6 +279,7 @@ mod tests {
             did: did.into(),
             trust_domain: "b.example".into(),
             url: None,
+            nats_prefix: None,
             tenant: default_tenant(),
             scopes: Vec::new(),
         }

@@ -8,7 +8,7 @@
 //! parent sends the peer a signed cancel for the child.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use aip_core::{
@@ -25,14 +25,54 @@ const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// How long the peer may hold one request waiting for the child to finish.
 const FOLLOW_WAIT_MS: u64 = 10_000;
 
+/// Sends one request to a peer over NATS and returns the reply's payload (the NATS binding
+/// provides it: the runtime does not speak NATS).
+#[async_trait]
+pub trait PeerRequester: Send + Sync + 'static {
+    /// Requests `subject` with `body`; the reply's payload, or why there is none.
+    async fn request(
+        &self,
+        subject: String,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, String>;
+}
+
+/// The NATS requester, filled by the NATS binding once it connects (routes are built before).
+pub type RequesterSlot = Arc<OnceLock<Arc<dyn PeerRequester>>>;
+
+/// How the peer is reached.
+#[derive(Clone)]
+pub enum PeerTransport {
+    /// Native HTTP: the peer's base URL (`https://host[:port]`; `http://` inside a protected local
+    /// boundary); envelopes go to `/aip/v1/messages`.
+    Http(String),
+    /// Native NATS (spec 20.4): the peer's service subject prefix
+    /// (`aip.v1.<trust-domain>.<service>.<service-version>`), and this node's connection.
+    Nats {
+        /// The subject prefix.
+        prefix: String,
+        /// This node's NATS connection, once up.
+        requester: RequesterSlot,
+    },
+}
+
+impl std::fmt::Debug for PeerTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PeerTransport::Http(url) => f.debug_tuple("Http").field(url).finish(),
+            PeerTransport::Nats { prefix, .. } => f.debug_tuple("Nats").field(prefix).finish(),
+        }
+    }
+}
+
 /// Where and how a capability is delegated.
 #[derive(Debug, Clone)]
 pub struct PeerRoute {
     /// The peer.
     pub peer: Peer,
-    /// The peer's native HTTP base URL (`https://host[:port]`; `http://` inside a protected local
-    /// boundary).
-    pub url: String,
+    /// How it is reached.
+    pub transport: PeerTransport,
     /// The capability the peer runs.
     pub capability: String,
     /// The scope delegated with each child (whitespace-separated labels, e.g.
@@ -148,17 +188,37 @@ impl PeerHandler {
         envelope.from = Some(self.me.clone());
         let signed = aip_core::signing::sign_envelope(&envelope, &self.key)
             .map_err(|e| format!("signing: {e}"))?;
-        let url = format!("{}/aip/v1/messages", self.route.url.trim_end_matches('/'));
-        let response = self
-            .client
-            .post(url)
-            .header("content-type", "application/aip+json")
-            .timeout(timeout)
-            .body(signed.to_string())
-            .send()
-            .await
-            .map_err(|e| format!("the peer could not be reached: {e}"))?;
-        let bytes = bounded(response).await?;
+        let bytes = match &self.route.transport {
+            PeerTransport::Http(base) => {
+                let url = format!("{}/aip/v1/messages", base.trim_end_matches('/'));
+                let response = self
+                    .client
+                    .post(url)
+                    .header("content-type", "application/aip+json")
+                    .timeout(timeout)
+                    .body(signed.to_string())
+                    .send()
+                    .await
+                    .map_err(|e| format!("the peer could not be reached: {e}"))?;
+                bounded(response).await?
+            }
+            PeerTransport::Nats { prefix, requester } => {
+                let requester = requester
+                    .get()
+                    .ok_or_else(|| "NATS is not connected on this node".to_owned())?;
+                let subject = format!(
+                    "{prefix}.{}",
+                    envelope.message_type.as_str().replace('.', "_")
+                );
+                let bytes = requester
+                    .request(subject, signed.to_string().into_bytes(), timeout)
+                    .await?;
+                if bytes.len() > MAX_ANSWER_BYTES {
+                    return Err("the peer's answer is too large".into());
+                }
+                bytes
+            }
+        };
         let (decoded, raw) = aip_core::decode_envelope_value(&bytes, &aip_core::Limits::default())
             .map_err(|e| format!("the peer's answer is not an envelope: {e}"))?;
         match decoded.body {
