@@ -233,7 +233,17 @@ async fn a_capability_delegated_to_a_peer_completes_from_its_signed_result_and_b
     assert_eq!(result["status"], "completed", "{reply}");
     assert_eq!(result["output"]["hello"], "peer");
     let (delegation_id, child) = aip_runtime::delegation::ids_of("default", &parent);
-    let (_, parent_view) = a.get(&format!("/aip/v1/actions/{parent}")).await;
+    let (_, parent_view) = a
+        .get(&format!("/aip/v1/actions/{parent}?include_receipts=true"))
+        .await;
+    let made: Vec<&Value> = parent_view["receipt_chain"]["receipts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["receipt_type"] == "delegation_made")
+        .collect();
+    assert_eq!(made.len(), 1, "{parent_view}");
+    assert_eq!(made[0]["data"]["child_action_id"], child.as_str());
     assert_eq!(
         parent_view["delegation_id"],
         delegation_id.as_str(),
@@ -469,4 +479,84 @@ async fn a_capability_is_delegated_to_a_peer_over_nats_and_completes_from_its_si
     let (status, view) = b.admin().get(&format!("/aip/v1/actions/{child}")).await;
     assert_eq!(status, 200, "{view}");
     assert_eq!(view["links"]["delegation_parent_action"], parent.as_str());
+}
+
+#[tokio::test]
+async fn a_delegating_node_killed_mid_delegation_re_attaches_to_the_same_child_after_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let a_did = key_file(
+        &a_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    let b_did = key_file(
+        &b_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    let b_port = free_port();
+    let b = start(
+        &b_dir,
+        b_port,
+        &format!(
+            "node_key_file = \"{}\"\n[delegation]\ntrust_domain = \"b.example\"\n\n\
+             [[peers]]\nname = \"a\"\ndid = \"{a_did}\"\ntrust_domain = \"a.example\"\nscopes = [\"invoke:cap:demo:sleep\"]\n",
+            b_dir.join("node.key").display()
+        ),
+    );
+    let (_, manifest) = b.admin().get("/aip/v1/manifest").await;
+    let sleep = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "cap:demo:sleep")
+        .unwrap()
+        .clone();
+    let a_port = free_port();
+    let a_config = format!(
+        "node_key_file = \"{}\"\n[limits]\nlease_ms = 2000\n\n[delegation]\ntrust_domain = \"a.example\"\n\n\
+         [[peers]]\nname = \"b\"\ndid = \"{b_did}\"\ntrust_domain = \"b.example\"\nurl = \"http://127.0.0.1:{b_port}\"\n\n{}",
+        a_dir.join("node.key").display(),
+        routed(
+            "cap:b:sleep",
+            &sleep["contract"],
+            &sleep["input_schema"],
+            "b",
+            "cap:demo:sleep",
+            None
+        ),
+    );
+    let mut a = start(&a_dir, a_port, &a_config);
+    let parent = id("act_");
+    let (status, reply) = a
+        .admin()
+        .act(json!({ "id": parent, "capability_id": "cap:b:sleep", "mode": "async", "input": { "ms": 3000 } }))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let (_, child) = aip_runtime::delegation::ids_of("default", &parent);
+    let mut running = false;
+    for _ in 0..200 {
+        let (status, view) = b.admin().get(&format!("/aip/v1/actions/{child}")).await;
+        if status == 200 && view["state"] == "running" {
+            running = true;
+            break;
+        }
+        pause(25).await;
+    }
+    assert!(running, "the child runs on B");
+    a.kill();
+    let a = start(&a_dir, a_port, &a_config);
+    let view = a.admin().wait_terminal(&parent).await;
+    assert_eq!(view["state"], "completed", "{view}");
+    assert_eq!(view["result"]["output"]["slept_ms"], 3000, "{view}");
+    let (_, list) = b
+        .admin()
+        .get("/aip/v1/actions?capability_id=cap:demo:sleep")
+        .await;
+    assert_eq!(
+        list["actions"].as_array().unwrap().len(),
+        1,
+        "B ran one child: {list}"
+    );
 }

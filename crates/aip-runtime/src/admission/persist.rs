@@ -227,6 +227,14 @@ pub(crate) async fn admit(
     } else if let Some(peer) = capability.handler.delegation_peer() {
         let (delegation_id, child_action_id) =
             crate::delegation::ids_of(&caller.tenant, &action_id);
+        // The receipt binds the parent to the one child it may have (spec 18.1 `delegation_made`).
+        chain.push(
+            ReceiptType::DelegationMade,
+            agent,
+            json!({ "delegation_id": delegation_id, "parent_action_id": action_id,
+                    "child_action_id": child_action_id, "peer": peer }),
+            now,
+        );
         stored_request["delegation"] = json!({ "delegation_id": delegation_id,
             "child_action_id": child_action_id, "peer": peer, "role": "parent" });
     }
