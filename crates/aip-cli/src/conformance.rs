@@ -105,7 +105,7 @@ pub const CLASSES: &[Class] = &[
         evidence: &[
             "aip-cli::serve_delegation::a_capability_delegated_to_a_peer_completes_from_its_signed_result_and_both_views_show_the_graph",
             "aip-cli::serve_delegation::a_wrong_key_a_narrow_scope_a_loop_and_an_overlong_chain_are_each_refused",
-            "aip-cli::serve_delegation::cancelling_a_parent_cancels_its_child_on_the_peer",
+            "aip-cli::serve_delegation::a_cancelled_or_expired_parent_stops_its_child_and_an_expired_one_is_uncertain",
             "aip-runtime::delegation::refused_chains_and_requests_name_their_error_and_admit_nothing",
         ],
     },

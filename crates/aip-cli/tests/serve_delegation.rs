@@ -381,7 +381,7 @@ async fn a_wrong_key_a_narrow_scope_a_loop_and_an_overlong_chain_are_each_refuse
 }
 
 #[tokio::test]
-async fn cancelling_a_parent_cancels_its_child_on_the_peer() {
+async fn a_cancelled_or_expired_parent_stops_its_child_and_an_expired_one_is_uncertain() {
     let p = pair().await;
     let (a, b) = (p.a.admin(), p.b.admin());
     let parent = id("act_");
@@ -406,6 +406,25 @@ async fn cancelling_a_parent_cancels_its_child_on_the_peer() {
     assert_eq!(status, 202, "{reply}");
     let parent_view = a.wait_terminal(&parent).await;
     assert_eq!(parent_view["state"], "cancelled", "{parent_view}");
+    let child_view = b.wait_terminal(&child).await;
+    assert_eq!(child_view["state"], "cancelled", "{child_view}");
+
+    // A parent whose deadline passes while its child runs does not claim an outcome: it is
+    // uncertain, names the child, and the child is asked to stop.
+    let parent = id("act_");
+    let (status, reply) = a
+        .act(json!({ "id": parent, "capability_id": "cap:b:sleep", "mode": "async", "timeout_ms": 2000,
+                     "input": { "ms": 60000 } }))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let view = a.wait_terminal(&parent).await;
+    let error = &view["result"]["error"];
+    assert_eq!(error["code"], "aip.connector.uncertain_outcome", "{view}");
+    let (_, child) = aip_runtime::delegation::ids_of("default", &parent);
+    assert!(
+        error["message"].as_str().unwrap().contains(&child),
+        "{view}"
+    );
     let child_view = b.wait_terminal(&child).await;
     assert_eq!(child_view["state"], "cancelled", "{child_view}");
 }

@@ -24,6 +24,9 @@ use crate::delegation::{Peer, ids_of};
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// How long the peer may hold one request waiting for the child to finish.
 const FOLLOW_WAIT_MS: u64 = 10_000;
+/// How long before the parent's deadline the handler stops following, to cancel the child and say
+/// that its outcome is unknown (the runtime cuts the handler off at the deadline itself).
+const DEADLINE_MARGIN: Duration = Duration::from_millis(500);
 
 /// Sends one request to a peer over NATS and returns the reply's payload (the NATS binding
 /// provides it: the runtime does not speak NATS).
@@ -286,16 +289,38 @@ impl ActionHandler for PeerHandler {
         let child_id = request.child_action.id.as_str().to_owned();
         let mut cancel_sent = false;
         let mut backoff = Duration::from_millis(200);
+        // Whether a request may have reached the peer: from then on the child may exist there.
+        let mut sent = false;
+        let mut last_state = None;
         loop {
             let remaining = ctx
                 .deadline
-                .saturating_duration_since(tokio::time::Instant::now().into_std());
+                .saturating_duration_since(tokio::time::Instant::now().into_std())
+                .saturating_sub(DEADLINE_MARGIN);
             if remaining.is_zero() {
-                self.cancel_child(&child_id).await;
-                return Err(HandlerError::DeadlineExceeded);
+                if !sent {
+                    return Err(HandlerError::DeadlineExceeded);
+                }
+                // Spec 14.5: the child's outcome is unknown here; it is asked to stop, and the
+                // parent says so instead of claiming either outcome.
+                let _ =
+                    tokio::time::timeout(DEADLINE_MARGIN / 2, self.cancel_child(&child_id)).await;
+                return Err(HandlerError::UncertainOutcome(format!(
+                    "the deadline passed while child {child_id} on {} was {}; a cancel was sent",
+                    self.route.peer.name,
+                    last_state.map_or("unconfirmed", DelegationStatus::as_str)
+                )));
             }
             let timeout = remaining.min(Duration::from_millis(FOLLOW_WAIT_MS + 5_000));
-            let body = MessageBody::DelegationRequest(request.clone());
+            sent = true;
+            // The peer holds the request at most as long as this node waits for its answer.
+            let mut this = request.clone();
+            let hold = u64::try_from(timeout.saturating_sub(Duration::from_secs(1)).as_millis())
+                .unwrap_or(0)
+                .min(FOLLOW_WAIT_MS);
+            this.metadata =
+                Some(json!({ "contract_digest": self.route.contract_digest, "wait_ms": hold }));
+            let body = MessageBody::DelegationRequest(this);
             let answer = tokio::select! {
                 answer = self.exchange(body, timeout) => answer,
                 () = ctx.cancellation.cancelled(), if !cancel_sent => {
@@ -311,6 +336,7 @@ impl ActionHandler for PeerHandler {
                     {
                         return Err(failed("the peer answered for another delegation", false));
                     }
+                    last_state = Some(result.status);
                     match result.status {
                         DelegationStatus::Completed => {
                             let output =
