@@ -427,6 +427,24 @@ async fn a_cancelled_or_expired_parent_stops_its_child_and_an_expired_one_is_unc
     );
     let child_view = b.wait_terminal(&child).await;
     assert_eq!(child_view["state"], "cancelled", "{child_view}");
+    // The follow-up asks the peer again and records what the child did (spec 14.5).
+    let mut reconciled = Value::Null;
+    for _ in 0..200 {
+        let (_, events) = a.get(&format!("/aip/v1/actions/{parent}/events")).await;
+        if let Some(e) = events["events"].as_array().and_then(|list| {
+            list.iter()
+                .find(|e| e["kind"] == "aip.delegation.reconciled")
+        }) {
+            reconciled = e.clone();
+            break;
+        }
+        pause(100).await;
+    }
+    assert_eq!(
+        reconciled["data"]["outcome"], "not_completed",
+        "{reconciled}"
+    );
+    assert_eq!(reconciled["data"]["child_action_id"], child.as_str());
 }
 
 #[tokio::test]

@@ -142,6 +142,10 @@ impl Runtime {
             Arc::new(crate::transaction::reconcile::ReconcileTimers),
         );
         crate::worker::start(self, Arc::new(crate::callback::CallbackDeliveries));
+        crate::worker::start(
+            self,
+            Arc::new(crate::delegation::follow::DelegationFollowUps),
+        );
         Ok(())
     }
 

@@ -259,7 +259,7 @@ fn corrupt(record: &ActionRecord, what: &str) -> RuntimeError {
 
 /// The frozen trusted context of spec 11.2, rebuilt from the stored admission (never from the
 /// request's claims). Anything stored that does not decode is corruption, not a default.
-fn trusted_context(
+pub(crate) fn trusted_context(
     record: &ActionRecord,
     cancellation: CancellationToken,
 ) -> Result<TrustedContext, RuntimeError> {

@@ -237,6 +237,13 @@ pub(crate) async fn admit(
         );
         stored_request["delegation"] = json!({ "delegation_id": delegation_id,
             "child_action_id": child_action_id, "peer": peer, "role": "parent" });
+        // Durable from the first moment: if the parent ends with its child's outcome unknown, this
+        // timer follows the child up (spec 14.5).
+        timers.push(crate::delegation::follow::timer(
+            &caller.tenant,
+            &action_id,
+            contract.deadline_ms,
+        ));
     }
     let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
     let admission = aip_store::Admission {

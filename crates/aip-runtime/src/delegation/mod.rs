@@ -12,6 +12,7 @@
 //!   capability, no expired entry or grant, no forbidden trust domain (14.3).
 //! - Sending: the `peer` handler (`crate::handler::peer`) delegates a capability to a peer.
 
+pub(crate) mod follow;
 mod serve;
 
 use std::collections::BTreeSet;

@@ -272,6 +272,22 @@ pub trait ActionHandler: Send + Sync + 'static {
         None
     }
 
+    /// Asks again about the delegated child of a parent (`ctx`, `input`) whose outcome was unknown
+    /// (spec 14.5): `Committed` with the child's output, `NotCommitted` when it failed or was
+    /// cancelled, `Pending` while it runs. Only handlers that delegate implement it.
+    async fn follow_child(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<Reconciliation, HandlerError> {
+        let _ = (ctx, input);
+        Err(HandlerError::Failed {
+            code: aip_core::ErrorCode::DelegationChildFailed.as_str().into(),
+            message: "this handler delegates nothing".into(),
+            retryable: false,
+        })
+    }
+
     /// Looks up an operation whose outcome was unknown (spec 13.6). Called only for capabilities
     /// whose [`TransactionSupport`] lists `reconcile`.
     async fn reconcile(

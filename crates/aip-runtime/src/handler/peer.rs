@@ -17,7 +17,10 @@ use aip_core::{
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext};
+use super::{
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, Reconciliation,
+    TrustedContext,
+};
 use crate::delegation::{Peer, ids_of};
 
 /// Largest answer read from a peer.
@@ -278,6 +281,42 @@ impl ActionHandler for PeerHandler {
 
     fn delegation_peer(&self) -> Option<&str> {
         Some(&self.route.peer.name)
+    }
+
+    async fn follow_child(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<Reconciliation, HandlerError> {
+        let mut request = self.request(ctx, input)?;
+        request.metadata =
+            Some(json!({ "contract_digest": self.route.contract_digest, "wait_ms": 2_000 }));
+        let answer = self
+            .exchange(
+                MessageBody::DelegationRequest(request),
+                Duration::from_secs(10),
+            )
+            .await
+            .map_err(|e| failed(&e, true))?;
+        match answer {
+            Answer::State(result) => Ok(match result.status {
+                DelegationStatus::Completed => Reconciliation::Committed {
+                    output: result.result.and_then(|r| r.output).unwrap_or(Value::Null),
+                },
+                DelegationStatus::Failed | DelegationStatus::Cancelled => {
+                    Reconciliation::NotCommitted
+                }
+                _ => Reconciliation::Pending {
+                    retry_after_ms: 5_000,
+                    cursor: None,
+                },
+            }),
+            Answer::Refused(error) => Err(HandlerError::Failed {
+                code: error.code.clone(),
+                message: error.message.clone(),
+                retryable: true,
+            }),
+        }
     }
 
     async fn invoke(
