@@ -138,7 +138,9 @@ pub const CLASSES: &[Class] = &[
     Class {
         name: "MCP compatibility",
         claimed: false,
-        evidence: &["no MCP endpoint yet (issue 18)"],
+        evidence: &[
+            "not claimed: /mcp serves Streamable HTTP sessions and tools (aip-cli::serve_mcp, aip-cli::serve_mcp_sdk); legacy HTTP+SSE, tasks, OAuth, facade tools, resources, prompts and the MCP conformance suite are missing (issue 18)",
+        ],
     },
     Class {
         name: "Connector",

@@ -25,7 +25,8 @@ async fn discovery_lists_the_demo_capabilities_and_filters_by_side_effect() {
         json!([
             "aip.native.http.v1",
             "aip.sse.stream.v1",
-            "aip.websocket.stream.v1"
+            "aip.websocket.stream.v1",
+            "aip.mcp.compat.v1"
         ])
     );
     let ids: Vec<&str> = manifest["capabilities"]

@@ -92,6 +92,14 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     }
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
+    // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).
+    let mcp_tools = if config.mcp.enabled {
+        let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
+            .map_err(|e| ServeError::Config(e.to_string()))?;
+        Some(tools)
+    } else {
+        None
+    };
     let resources = configured_resources(config)?;
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
         .map_err(|e| ServeError::Config(e.to_string()))?;
@@ -158,9 +166,14 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             ws_max_streams: limits.ws_max_streams,
         },
     };
+    let mut routes = crate::routes::aip_routes();
+    if let Some(tools) = mcp_tools {
+        let mcp = crate::profile::mcp::McpState::new(tools, limits.max_action_timeout_ms);
+        routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
+    }
     let router = router(
         state,
-        crate::routes::aip_routes(),
+        routes,
         limits.max_body_bytes,
         config.console.unwrap_or(false),
     );
@@ -180,6 +193,9 @@ pub fn profiles(config: &Config) -> Vec<aip_core::ProfileId> {
         .iter()
         .map(|p| aip_core::ProfileId::new(*p))
         .collect();
+    if config.mcp.enabled {
+        profiles.push(aip_core::ProfileId::new(crate::profile::mcp::PROFILE));
+    }
     if config.nats.url.is_some() {
         profiles.extend(
             crate::nats::PROFILES

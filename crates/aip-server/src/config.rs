@@ -30,6 +30,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "callbacks",
     "delegation",
     "peers",
+    "mcp",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -104,6 +105,9 @@ pub struct Config {
     /// Peer nodes, pinned by their did:key (spec 14.2).
     #[serde(default)]
     pub peers: Vec<crate::peers::PeerConfig>,
+    /// The MCP compatibility profile (spec 21.1) at `/mcp`.
+    #[serde(default)]
+    pub mcp: crate::profile::mcp::McpConfig,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -537,6 +541,7 @@ impl Default for Config {
             callbacks: crate::callbacks::CallbacksConfig::default(),
             delegation: crate::peers::DelegationConfig::default(),
             peers: Vec::new(),
+            mcp: crate::profile::mcp::McpConfig::default(),
         }
     }
 }
@@ -876,6 +881,7 @@ mod tests {
         ];
         all.extend(crate::callbacks::env_overrides());
         all.extend(crate::peers::env_overrides());
+        all.push(("AIP_MCP__ENABLED", "false", |c| !c.mcp.enabled));
         all
     }
 

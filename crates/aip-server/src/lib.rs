@@ -14,6 +14,7 @@ pub mod identity;
 pub mod links;
 pub mod nats;
 pub mod peers;
+pub mod profile;
 pub mod routes;
 pub mod sse;
 pub mod status;

@@ -227,6 +227,11 @@ impl Registry {
         Ok(Self { by_id })
     }
 
+    /// Every admitted capability, in id order.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<AdmittedCapability>> {
+        self.by_id.values()
+    }
+
     /// The admitted capability with this id.
     pub fn get(&self, id: &str) -> Option<&Arc<AdmittedCapability>> {
         self.by_id.get(id)

@@ -23,6 +23,8 @@ use crate::read::views;
 use crate::reply::Reply;
 use crate::runtime::Runtime;
 
+mod profile;
+
 /// Lifetime of a session and of its resume tokens.
 pub const SESSION_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Heartbeat interval offered in the handshake response (spec 11.9).
@@ -355,6 +357,20 @@ impl Runtime {
         let now = now_ms();
         let owner = Caller::owner(&session.tenant, &session.principal);
         let mut current = session;
+        if current.state == SessionState::New {
+            // A profile session closed before its initialization finished (spec 10.3 knows no
+            // `new -> cancelled`): it becomes active only to be cancelled at once.
+            let event = self.session_record_event(
+                "aip.session.activated",
+                &owner,
+                &current,
+                json!({ "closing": true }),
+                now,
+            );
+            current = self
+                .transition_session(&current, SessionState::Active, event, now)
+                .await?;
+        }
         if matches!(
             current.state,
             SessionState::Active

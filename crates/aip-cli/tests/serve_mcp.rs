@@ -1,0 +1,493 @@
+//! The MCP compatibility profile through the binary (spec 21.1, notes section 5 items 2-5 and 8-9):
+//! version negotiation and the discovery probe, session ownership and lifecycle, the Streamable
+//! HTTP checks, version-gated tools, tool calls as native actions, approvals never reported as
+//! success, cancellation, and DELETE leaving admitted work running.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::json;
+use support::mcp::Mcp;
+use support::{Server, token_file};
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+const BOB: &str = "bob-token-0123456789abcdef0";
+
+/// A server with two ordinary principals, alice and bob, who may invoke the demo capabilities.
+fn server(dir: &Path) -> Server {
+    let alice = token_file(dir, "alice.token", ALICE);
+    let bob = token_file(dir, "bob.token", BOB);
+    let config = dir.join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[principals]]
+id = "alice"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{alice}"
+
+[[principals]]
+id = "bob"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{bob}"
+"#,
+            alice = alice.display(),
+            bob = bob.display()
+        ),
+    )
+    .unwrap();
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
+
+#[tokio::test]
+async fn initialize_negotiates_each_stable_version_and_answers_the_discovery_probe_with_a_version_error()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    for version in ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"] {
+        let result = mcp.initialize(version).await;
+        assert_eq!(result["protocolVersion"], version);
+        assert!(result["capabilities"]["tools"].is_object());
+        assert!(result["capabilities"].get("tasks").is_none(), "{result}");
+        let sid = mcp.session.clone().unwrap();
+        assert!(
+            sid.len() >= 32 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
+            "{sid}"
+        );
+        assert_eq!(
+            result["serverInfo"].get("title").is_some(),
+            version >= "2025-06-18"
+        );
+    }
+    for unknown in ["2026-07-28", "1999-01-01"] {
+        assert_eq!(
+            mcp.initialize(unknown).await["protocolVersion"],
+            "2025-11-25"
+        );
+    }
+    // The newer clients' probe: a JSON-RPC error at 400 (never 5xx, never success).
+    mcp.session = None;
+    mcp.version = Some("2025-11-25".into());
+    let probe = mcp.call("server/discover", json!({})).await;
+    assert_eq!(probe.status, 400);
+    assert_eq!(probe.body["error"]["code"], -32022);
+    assert_eq!(
+        probe.body["error"]["data"]["supported"],
+        json!(["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"])
+    );
+    // A wrong token never reaches the profile.
+    let mut stranger = Mcp::new(&server.base, Some("not-a-token"));
+    let a = stranger
+        .call("initialize", json!({"protocolVersion": "2025-11-25"}))
+        .await;
+    assert_eq!(a.status, 401);
+    assert!(a.headers.contains_key("www-authenticate"));
+}
+
+#[tokio::test]
+async fn a_session_belongs_to_its_principal_needs_initialized_and_ends_with_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut alice = Mcp::new(&server.base, Some(ALICE));
+    // No session yet: 400; an unknown one: 404.
+    let a = alice.call("tools/list", json!({})).await;
+    assert_eq!(a.status, 400, "{}", a.body);
+    alice.session = Some("ses_unknown".into());
+    assert_eq!(alice.call("tools/list", json!({})).await.status, 404);
+
+    alice.initialize("2025-11-25").await;
+    // Before notifications/initialized only ping works.
+    let early = alice.call("tools/list", json!({})).await;
+    assert_eq!(early.body["error"]["code"], -32600, "{}", early.body);
+    assert_eq!(
+        alice.call("ping", json!({})).await.body["result"],
+        json!({})
+    );
+    assert_eq!(
+        alice
+            .notify("notifications/initialized", json!({}))
+            .await
+            .status,
+        202
+    );
+    assert!(alice.call("tools/list", json!({})).await.body["result"]["tools"].is_array());
+
+    // Bob holding alice's session id sees exactly what an unknown id shows.
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.session = alice.session.clone();
+    bob.version = alice.version.clone();
+    let foreign = bob.call("tools/list", json!({})).await;
+    assert_eq!(foreign.status, 404);
+    assert_eq!(foreign.body["error"]["code"], -32001);
+    assert_eq!(bob.delete().await, 404);
+
+    // It is a native session: listed for alice through the native read.
+    let (status, sessions) = server.client(ALICE).get("/aip/v1/sessions").await;
+    assert_eq!(status, 200);
+    let sid = alice.session.clone().unwrap();
+    assert!(
+        sessions["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session_id"] == sid.as_str()),
+        "{sessions}"
+    );
+
+    assert_eq!(alice.delete().await, 204);
+    assert_eq!(alice.call("tools/list", json!({})).await.status, 404);
+    assert_eq!(alice.delete().await, 404);
+    let mut none = Mcp::new(&server.base, Some(ALICE));
+    assert_eq!(none.delete().await, 400);
+    none.session = Some("x".into());
+    assert_eq!(none.delete().await, 404);
+}
+
+#[tokio::test]
+async fn streamable_http_refuses_bad_headers_sizes_origins_and_batches_outside_2025_03_26() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-06-18").await;
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}).to_string();
+    let send = |accept: &'static str, content_type: &'static str, body: String| {
+        mcp.request(reqwest::Method::POST)
+            .header("accept", accept)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+    assert_eq!(
+        send("application/json", "application/json", ping.clone())
+            .await
+            .unwrap()
+            .status(),
+        406
+    );
+    assert_eq!(
+        send(
+            "application/json, text/event-stream",
+            "text/plain",
+            ping.clone()
+        )
+        .await
+        .unwrap()
+        .status(),
+        415
+    );
+    // An unsupported version header, and one that differs from the negotiated version: 400.
+    let mut other = Mcp::new(&server.base, Some(ALICE));
+    other.session = mcp.session.clone();
+    for version in ["not-a-version", "2000-01-01", "2099-01-01", "2025-11-25"] {
+        other.version = Some(version.into());
+        assert_eq!(other.call("ping", json!({})).await.status, 400, "{version}");
+    }
+    // A missing header on a session request uses the negotiated version.
+    other.version = None;
+    assert_eq!(other.call("ping", json!({})).await.status, 200);
+    // Over the body limit: 413; not JSON: 400 with -32700; too deep: 400.
+    let big = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
+        "a".repeat(2 << 20)
+    );
+    assert_eq!(mcp.post_raw(big).await.status, 413);
+    let garbage = mcp.post_raw("{not json".into()).await;
+    assert_eq!(
+        (garbage.status, garbage.body["error"]["code"].clone()),
+        (400, json!(-32700))
+    );
+    let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+    assert_eq!(mcp.post_raw(deep).await.status, 400);
+    // A foreign Origin: 403 before anything else.
+    let r = mcp
+        .request(reqwest::Method::POST)
+        .header("origin", "http://evil.example.com")
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(ping.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    // Batches exist only at 2025-03-26.
+    let batch = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]).to_string();
+    let refused = mcp.post_raw(batch.clone()).await;
+    assert_eq!(
+        (refused.status, refused.body["error"]["code"].clone()),
+        (400, json!(-32600))
+    );
+    let mut old = Mcp::new(&server.base, Some(ALICE));
+    old.open("2025-03-26").await;
+    let answered = old.post_raw(batch).await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    assert_eq!(answered.body.as_array().unwrap().len(), 2);
+    // GET offers no standalone stream.
+    let get = mcp
+        .request(reqwest::Method::GET)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(get.status(), 405);
+}
+
+#[tokio::test]
+async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of_the_caller() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut old = Mcp::new(&server.base, Some(ALICE));
+    old.open("2024-11-05").await;
+    let tools = old.call("tools/list", json!({})).await.body["result"]["tools"].clone();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "demo_echo")
+        .unwrap()
+        .clone();
+    assert!(
+        echo.get("title").is_none()
+            && echo.get("annotations").is_none()
+            && echo.get("outputSchema").is_none(),
+        "{echo}"
+    );
+    for t in tools.as_array().unwrap() {
+        let name = t["name"].as_str().unwrap();
+        assert!(!name.starts_with("aip_") && name.len() <= 128, "{name}");
+        assert_eq!(t["inputSchema"]["type"], "object");
+    }
+    let result = old.tool("demo_echo", json!({"hello": "old"})).await;
+    assert_eq!(result["isError"], false);
+    assert!(result.get("structuredContent").is_none());
+    assert_eq!(
+        result["content"][0]["text"],
+        json!({"hello": "old"}).to_string()
+    );
+
+    let mut new = Mcp::new(&server.base, Some(ALICE));
+    new.open("2025-11-25").await;
+    let tools = new.call("tools/list", json!({})).await.body["result"]["tools"].clone();
+    let find = |n: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    let sleep = find("demo_sleep");
+    assert_eq!(sleep["title"], "Sleep");
+    assert_eq!(sleep["annotations"]["readOnlyHint"], true);
+    assert_eq!(sleep["execution"]["taskSupport"], "forbidden");
+    assert!(sleep["outputSchema"].is_object());
+    let book = find("demo_book");
+    assert_eq!(book["annotations"]["readOnlyHint"], false);
+    assert_eq!(book["annotations"]["idempotentHint"], true);
+    let transfer = find("demo_transfer");
+    assert_eq!(transfer["annotations"]["destructiveHint"], true);
+    assert_eq!(transfer["_meta"]["dev.aip/aip"]["requires_approval"], true);
+
+    let result = new.tool("demo_echo", json!({"hello": "new"})).await;
+    assert_eq!(result["structuredContent"], json!({"hello": "new"}));
+    let action_id = result["_meta"]["dev.aip/aip"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The native read model holds the action: alice's, in the MCP session.
+    let (status, view) = server
+        .client(ALICE)
+        .get(&format!("/aip/v1/actions/{action_id}"))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["session_id"].as_str(), new.session.as_deref());
+    let sid = new.session.clone().unwrap();
+    let (_, listed) = server
+        .admin()
+        .get(&format!(
+            "/aip/v1/actions?principal_id=alice&session_id={sid}"
+        ))
+        .await;
+    assert!(
+        listed["actions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["action_id"] == action_id.as_str()),
+        "{listed}"
+    );
+    assert_eq!(
+        server
+            .client(BOB)
+            .get(&format!("/aip/v1/actions/{action_id}"))
+            .await
+            .0,
+        404
+    );
+
+    // Unkeyed calls are distinct actions; keyed calls are one action with one result.
+    let again = new.tool("demo_echo", json!({"hello": "new"})).await;
+    assert_ne!(again["_meta"]["dev.aip/aip"]["action_id"], json!(action_id));
+    let keyed = |k: &str| json!({ "name": "demo_book", "arguments": {"name": "Ada", "party_size": 2, "time": "19:00"}, "_meta": {"dev.aip/idempotency_key": k} });
+    let first = new.call("tools/call", keyed("mcp-key-1")).await.body["result"].clone();
+    let second = new.call("tools/call", keyed("mcp-key-1")).await.body["result"].clone();
+    assert_eq!(first["isError"], false, "{first}");
+    assert_eq!(first["structuredContent"], second["structuredContent"]);
+    assert_eq!(first["_meta"], second["_meta"]);
+    // A capability failure or refusal is a tool error, not success.
+    let invalid = new.tool("demo_sleep", json!({"ms": "soon"})).await;
+    assert_eq!(invalid["isError"], true, "{invalid}");
+    // Unknown tools and methods of later versions are JSON-RPC errors.
+    let unknown = new
+        .call("tools/call", json!({"name": "nope", "arguments": {}}))
+        .await;
+    assert_eq!(unknown.body["error"]["code"], -32602);
+    assert_eq!(
+        new.call("tasks/list", json!({})).await.body["error"]["code"],
+        -32601
+    );
+}
+
+#[tokio::test]
+async fn an_approval_gated_call_is_an_error_naming_its_approval_and_never_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-06-18").await;
+    let result = mcp
+        .tool(
+            "demo_transfer",
+            json!({"amount_minor": 500, "to": "acct-9"}),
+        )
+        .await;
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(result["structuredContent"]["status"], "pending_approval");
+    let approval = result["structuredContent"]["approval_id"].as_str().unwrap();
+    let (status, view) = server
+        .admin()
+        .get(&format!("/aip/v1/approvals/{approval}"))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    // At 2024-11-05 the same facts travel in the text.
+    let mut old = Mcp::new(&server.base, Some(ALICE));
+    old.open("2024-11-05").await;
+    let result = old
+        .tool(
+            "demo_transfer",
+            json!({"amount_minor": 700, "to": "acct-9"}),
+        )
+        .await;
+    assert_eq!(result["isError"], true);
+    assert!(result.get("structuredContent").is_none());
+    assert!(
+        result["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("approval_id"),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn cancelled_notifications_cancel_the_call_and_delete_leaves_admitted_work_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-11-25").await;
+
+    // A long sleep cancelled by its request id.
+    let mut caller = Mcp::new(&server.base, Some(ALICE));
+    caller.session = mcp.session.clone();
+    caller.version = mcp.version.clone();
+    let call = tokio::spawn(async move {
+        caller.post_raw(json!({"jsonrpc": "2.0", "id": "long-1", "method": "tools/call", "params": {"name": "demo_sleep", "arguments": {"ms": 30000}}}).to_string()).await
+    });
+    support::pause(500).await;
+    assert_eq!(
+        mcp.notify(
+            "notifications/cancelled",
+            json!({"requestId": "long-1", "reason": "user"})
+        )
+        .await
+        .status,
+        202
+    );
+    let answered = tokio::time::timeout(std::time::Duration::from_secs(20), call)
+        .await
+        .unwrap()
+        .unwrap();
+    let result = &answered.body["result"];
+    assert_eq!(result["isError"], true, "{}", answered.body);
+    assert_eq!(result["structuredContent"]["status"], "cancelled");
+
+    // DELETE while a call runs: the session ends, the action completes.
+    let mut caller = Mcp::new(&server.base, Some(ALICE));
+    caller.session = mcp.session.clone();
+    caller.version = mcp.version.clone();
+    let call = tokio::spawn(async move {
+        caller.post_raw(json!({"jsonrpc": "2.0", "id": "short-1", "method": "tools/call", "params": {"name": "demo_sleep", "arguments": {"ms": 1500}}}).to_string()).await
+    });
+    support::pause(400).await;
+    assert_eq!(mcp.delete().await, 204);
+    let answered = call.await.unwrap();
+    let action_id = answered.body["result"]["_meta"]["dev.aip/aip"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let view = server.client(ALICE).wait_terminal(&action_id).await;
+    assert_eq!(view["state"], "completed", "{view}");
+}
+
+#[tokio::test]
+async fn the_manifest_names_the_mcp_profile_and_a_reserved_tool_name_stops_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let (_, manifest) = server.admin().get("/aip/v1/manifest").await;
+    assert!(
+        manifest["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == "aip.mcp.compat.v1"),
+        "{manifest}"
+    );
+    drop(server);
+
+    let config = dir.path().join("bad.toml");
+    std::fs::write(
+        &config,
+        r#"
+[[capabilities]]
+id = "cap:x:echo"
+name = "X"
+kind = "tool"
+input_schema = { type = "object" }
+bindings = [{ profile = "aip.mcp.compat.v1", tool = "aip_call" }]
+handler = { type = "http", url = "http://127.0.0.1:9/x" }
+[capabilities.contract]
+side_effects = ["read"]
+idempotency = { requirement = "optional", collision_behavior = "return_original_result", key_scope = "principal" }
+execution = { supports_sync = true, supports_async = true, supports_streaming = false, supports_cancel = false, supports_retry = true, expected_completion = "any", retry_safety = "safe" }
+data = { sensitivity = "internal", contains_pii = false, redaction_required = false }
+"#,
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("bad-data"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("reserved aip_"), "{stderr}");
+}

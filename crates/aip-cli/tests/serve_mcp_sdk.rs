@@ -1,0 +1,135 @@
+//! The MCP profile against the official MCP Python SDK (`mcp==2.3.0`, pinned in `.ci/run`) driving
+//! the real binary through `tests/interop/mcp_probe.py`: the SDK's auto mode (its `server/discover`
+//! probe, then the fallback to `initialize`) and its legacy mode both negotiate 2025-11-25, list the
+//! tools, call one, see an approval-gated call as an error naming its approval, repeat a keyed call
+//! as one action, cancel a running call from the client side, and fail with a wrong token. Without
+//! the venv this prints a notice and skips; under `CI=true` it fails.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use support::{Server, token_file};
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The venv's python when `mcp==2.3.0` is installed in it, or why not.
+fn python() -> Result<PathBuf, String> {
+    let python = workspace().join("target/interop-venv/bin/python");
+    let check = Command::new(&python)
+        .args([
+            "-c",
+            "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '2.3.0')",
+        ])
+        .status();
+    match check {
+        Ok(s) if s.success() => Ok(python),
+        _ => Err(format!(
+            "the MCP Python SDK (mcp==2.3.0 in {}) is not installed; .ci/run installs it",
+            python.display()
+        )),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_in_auto_and_legacy_modes() {
+    let python = match python() {
+        Ok(p) => p,
+        Err(why) => {
+            support::skip_or_fail(&format!("MCP SDK interop test: {why}"));
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let alice = token_file(dir.path(), "alice.token", ALICE);
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let url = format!("http://{}/mcp", server.base);
+    let probe = workspace().join("tests/interop/mcp_probe.py");
+    for mode in ["auto", "legacy"] {
+        let python = python.clone();
+        let (probe, url) = (probe.clone(), url.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(python)
+                .arg(probe)
+                .args([url.as_str(), ALICE, mode])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{mode}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(seen["protocol_version"], "2025-11-25", "{seen}");
+        assert_eq!(seen["server_name"], "aip");
+        let tools: Vec<&str> = seen["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        for t in ["demo_echo", "demo_sleep", "demo_book", "demo_transfer"] {
+            assert!(tools.contains(&t), "{mode}: {tools:?}");
+        }
+        assert_eq!(seen["echo_title"], "Echo");
+        assert_eq!(seen["echo"]["is_error"], false);
+        assert_eq!(seen["echo"]["structured"], json!({"hello": "sdk"}));
+        assert_eq!(seen["transfer"]["is_error"], true, "{seen}");
+        assert_eq!(seen["transfer"]["structured"]["status"], "pending_approval");
+        assert!(
+            seen["transfer"]["structured"]["approval_id"]
+                .as_str()
+                .unwrap()
+                .starts_with("appr_")
+        );
+        let keyed = seen["keyed"].as_array().unwrap();
+        assert_eq!(keyed[0]["is_error"], false, "{seen}");
+        assert_eq!(keyed[0]["action_id"], keyed[1]["action_id"]);
+        assert_eq!(
+            keyed[0]["structured"]["booking_id"],
+            keyed[1]["structured"]["booking_id"]
+        );
+        assert_ne!(seen["wrong_token"], "connected");
+        // The echo call is alice's native action.
+        let action = seen["echo"]["action_id"].as_str().unwrap();
+        let (status, _) = server
+            .client(ALICE)
+            .get(&format!("/aip/v1/actions/{action}"))
+            .await;
+        assert_eq!(status, 200);
+    }
+    // Each cancelled client call cancelled its native action.
+    let (_, list) = server
+        .client(ALICE)
+        .get("/aip/v1/actions?capability_id=cap:demo:sleep")
+        .await;
+    let sleeps = list["actions"].as_array().unwrap();
+    assert_eq!(sleeps.len(), 2, "{list}");
+    for a in sleeps {
+        let view = server
+            .client(ALICE)
+            .wait_terminal(a["action_id"].as_str().unwrap())
+            .await;
+        assert_eq!(view["state"], "cancelled", "{view}");
+    }
+}

@@ -1,0 +1,135 @@
+//! A raw MCP Streamable HTTP client for the profile's tests: every header is the test's choice.
+
+use serde_json::{Value, json};
+
+/// One MCP client connection: a principal's token and, once initialized, its session.
+pub struct Mcp {
+    pub url: String,
+    pub token: Option<String>,
+    pub session: Option<String>,
+    pub version: Option<String>,
+    pub http: reqwest::Client,
+    next_id: u64,
+}
+
+/// What a POST answered.
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Mcp {
+    pub fn new(base: &str, token: Option<&str>) -> Self {
+        Self {
+            url: format!("http://{base}/mcp"),
+            token: token.map(str::to_owned),
+            session: None,
+            version: None,
+            http: reqwest::Client::builder().no_proxy().build().unwrap(),
+            next_id: 0,
+        }
+    }
+
+    /// A request builder with auth, session and version headers as this client holds them.
+    pub fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
+        let mut r = self.http.request(method, &self.url);
+        if let Some(t) = &self.token {
+            r = r.bearer_auth(t);
+        }
+        if let Some(s) = &self.session {
+            r = r.header("mcp-session-id", s);
+        }
+        if let Some(v) = &self.version {
+            r = r.header("mcp-protocol-version", v);
+        }
+        r
+    }
+
+    /// POST a raw body with the standard Accept and Content-Type.
+    pub async fn post_raw(&self, body: String) -> Answer {
+        let r = self
+            .request(reqwest::Method::POST)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        answer(r).await
+    }
+
+    /// A JSON-RPC request; returns the HTTP answer.
+    pub async fn call(&mut self, method: &str, params: Value) -> Answer {
+        self.next_id += 1;
+        let body =
+            json!({ "jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params });
+        self.post_raw(body.to_string()).await
+    }
+
+    /// A JSON-RPC notification.
+    pub async fn notify(&self, method: &str, params: Value) -> Answer {
+        let body = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+        self.post_raw(body.to_string()).await
+    }
+
+    /// `initialize` at `version` (no session or version header, as the SDKs send it), keeping the
+    /// session id and the negotiated version; returns the result.
+    pub async fn initialize(&mut self, version: &str) -> Value {
+        self.session = None;
+        self.version = None;
+        let a = self
+            .call(
+                "initialize",
+                json!({ "protocolVersion": version, "capabilities": {}, "clientInfo": { "name": "aip-test", "version": "1" } }),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        self.session = Some(a.headers["mcp-session-id"].to_str().unwrap().to_owned());
+        let result = a.body["result"].clone();
+        self.version = Some(result["protocolVersion"].as_str().unwrap().to_owned());
+        result
+    }
+
+    /// `initialize` then `notifications/initialized`.
+    pub async fn open(&mut self, version: &str) -> Value {
+        let result = self.initialize(version).await;
+        let a = self.notify("notifications/initialized", json!({})).await;
+        assert_eq!(a.status, 202, "{}", a.body);
+        result
+    }
+
+    /// `tools/call`; returns the JSON-RPC result (panics on a JSON-RPC error).
+    pub async fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        let a = self
+            .call(
+                "tools/call",
+                json!({ "name": name, "arguments": arguments }),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert!(a.body.get("error").is_none(), "{}", a.body);
+        a.body["result"].clone()
+    }
+
+    /// DELETE the session.
+    pub async fn delete(&self) -> u16 {
+        self.request(reqwest::Method::DELETE)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+}
+
+pub async fn answer(r: reqwest::Response) -> Answer {
+    let status = r.status().as_u16();
+    let headers = r.headers().clone();
+    let text = r.text().await.unwrap();
+    Answer {
+        status,
+        headers,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+    }
+}

@@ -1,0 +1,114 @@
+//! Sessions opened by a compatibility profile (spec 21): an MCP session is a native session, so it
+//! is durable, shared by every node on one store, owned by the principal that opened it, and listed
+//! by the native session reads. A profile session starts `new` (negotiated, not yet usable) and
+//! becomes `active` when the profile's own initialization completes (spec 10.3 `new -> active`).
+
+use aip_store::{NewSession, SessionRecord, SessionState, SessionTransition, StoreError};
+use serde_json::{Value, json};
+
+use crate::caller::Caller;
+use crate::clock::now_ms;
+use crate::error::RuntimeError;
+use crate::runtime::Runtime;
+use crate::session::SESSION_TTL_MS;
+
+/// Randomness beyond the time-ordered id in a profile session id: with the id's own 74 random bits
+/// the id carries more than 128 bits, so it cannot be guessed (ownership is checked anyway).
+const EXTRA_RANDOM_BYTES: usize = 8;
+
+impl Runtime {
+    /// Opens a `new` session for `caller` on behalf of `profile`, with the profile's negotiated
+    /// parameters in `data` (kept in the session view under `data.profile_data`).
+    pub async fn open_profile_session(
+        &self,
+        caller: &Caller,
+        profile: &str,
+        data: Value,
+    ) -> Result<SessionRecord, RuntimeError> {
+        let now = now_ms();
+        let mut extra = [0u8; EXTRA_RANDOM_BYTES];
+        getrandom::fill(&mut extra).map_err(|_| {
+            RuntimeError::Storage(StoreError::Backend("no randomness for a session id".into()))
+        })?;
+        let session_id = format!(
+            "{}{}",
+            aip_core::SessionId::generate().as_str(),
+            extra.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        );
+        let event = crate::events::new_event(
+            "aip.session.created",
+            (&caller.tenant, &caller.id),
+            Some(session_id.clone()),
+            None,
+            None,
+            (json!({ "profile": profile }), now),
+        );
+        let record = NewSession {
+            session_id: session_id.clone(),
+            tenant: caller.tenant.clone(),
+            principal: caller.id.clone(),
+            peer: Some(self.config().agent.id.as_str().to_owned()),
+            state: SessionState::New,
+            created_at_ms: now,
+            expires_at_ms: Some(now + SESSION_TTL_MS),
+            data: json!({ "profiles": [profile], "principal_kind": caller.kind, "profile_data": data }),
+        };
+        self.store().create_session(record, vec![event]).await?;
+        self.owned_session(caller, &session_id).await
+    }
+
+    /// The session if `caller` opened it and it has not expired; `NotFound` for every other case,
+    /// so another principal cannot tell a foreign session from a missing one.
+    pub async fn owned_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<SessionRecord, RuntimeError> {
+        match self.store().get_session(session_id).await? {
+            Some(s)
+                if s.tenant == caller.tenant
+                    && s.principal == caller.id
+                    && s.expires_at_ms.is_none_or(|e| e > now_ms()) =>
+            {
+                Ok(s)
+            }
+            _ => Err(RuntimeError::NotFound("session")),
+        }
+    }
+
+    /// Moves a `new` profile session to `active` once the profile's initialization completed; an
+    /// already active session stays as it is (a repeated notification changes nothing).
+    pub async fn activate_profile_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<SessionRecord, RuntimeError> {
+        let session = self.owned_session(caller, session_id).await?;
+        if session.state != SessionState::New {
+            return Ok(session);
+        }
+        let now = now_ms();
+        let event = crate::events::new_event(
+            "aip.session.activated",
+            (&caller.tenant, &caller.id),
+            Some(session.session_id.clone()),
+            None,
+            None,
+            (json!({}), now),
+        );
+        let transition = SessionTransition {
+            session_id: session.session_id.clone(),
+            from: vec![SessionState::New],
+            to: SessionState::Active,
+            data: None,
+            events: vec![event],
+            now_ms: now,
+        };
+        match self.store().transition_session(transition).await {
+            Ok(s) => Ok(s),
+            // Activated concurrently by the same client: read what is there now.
+            Err(StoreError::StateConflict { .. }) => self.owned_session(caller, session_id).await,
+            Err(err) => Err(err.into()),
+        }
+    }
+}

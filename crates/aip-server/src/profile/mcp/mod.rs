@@ -1,0 +1,141 @@
+//! The MCP compatibility profile `aip.mcp.compat.v1` (spec 21.1) over Streamable HTTP at `/mcp`.
+//!
+//! An MCP session is a native session (durable, owned by the principal that opened it, visible to
+//! every node on the store); each callable capability is one tool; `tools/call` is a native action
+//! admitted exactly like one sent over HTTP. What is not implemented yet (legacy HTTP+SSE, tasks,
+//! resources, prompts, the facade tools, progress over SSE) is not advertised and its methods are
+//! answered "method not found".
+
+mod rpc;
+mod tools;
+mod transport;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::routing::post;
+use serde::Deserialize;
+
+pub use tools::{ToolIndex, ToolNameError};
+
+use crate::http::AppState;
+
+/// Profile id (spec 21.1).
+pub const PROFILE: &str = "aip.mcp.compat.v1";
+/// Key of this project's metadata in MCP `_meta` objects (a reverse-domain name, spec 23.4).
+pub const META_KEY: &str = "dev.aip/aip";
+/// The `_meta` member a client sets to make a tool call idempotent under that key.
+pub const IDEMPOTENCY_META: &str = "dev.aip/idempotency_key";
+
+/// A stable MCP protocol version this profile speaks (spec 21.1), oldest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Version {
+    /// `2024-11-05`: the HTTP+SSE era.
+    V2024_11_05,
+    /// `2025-03-26`: Streamable HTTP, batches, tool annotations, audio.
+    V2025_03_26,
+    /// `2025-06-18`: structured output, titles, `MCP-Protocol-Version` required after init.
+    V2025_06_18,
+    /// `2025-11-25`: tasks.
+    V2025_11_25,
+}
+
+impl Version {
+    /// Every supported version, newest first (the order `data.supported` lists them in).
+    pub const SUPPORTED: [Version; 4] = [
+        Version::V2025_11_25,
+        Version::V2025_06_18,
+        Version::V2025_03_26,
+        Version::V2024_11_05,
+    ];
+    /// What a client asking for an unknown version is offered (spec 23.3: only mutual versions).
+    pub const LATEST: Version = Version::V2025_11_25;
+
+    /// The version named `s`, if supported.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::SUPPORTED.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Wire spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Version::V2024_11_05 => "2024-11-05",
+            Version::V2025_03_26 => "2025-03-26",
+            Version::V2025_06_18 => "2025-06-18",
+            Version::V2025_11_25 => "2025-11-25",
+        }
+    }
+}
+
+/// `[mcp]` configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    /// Serve MCP at `/mcp` (and `/mcp/v1`, `/aip/v1/mcp`). Default on.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { enabled: true }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What the MCP endpoint needs besides the shared [`AppState`].
+pub struct McpState {
+    pub(crate) tools: ToolIndex,
+    pub(crate) calls: tools::InFlight,
+    /// Longest a `tools/call` waits for a queued action (the deployment's action timeout bound).
+    pub(crate) max_call_wait_ms: u64,
+}
+
+impl McpState {
+    /// The profile's state over `tools` (built with [`ToolIndex::build`] when the capabilities
+    /// are admitted, so a bad tool name stops startup before anything runs).
+    pub fn new(tools: ToolIndex, max_call_wait_ms: u64) -> Self {
+        Self {
+            tools,
+            calls: tools::InFlight::default(),
+            max_call_wait_ms,
+        }
+    }
+}
+
+/// The MCP routes (behind bearer authentication and the Host/Origin guard of the HTTP binding).
+pub fn routes(state: Arc<McpState>) -> Router<AppState> {
+    let endpoint = post(transport::post)
+        .get(transport::get)
+        .delete(transport::delete);
+    Router::new()
+        .route("/mcp", endpoint.clone())
+        .route("/mcp/v1", endpoint.clone())
+        .route("/aip/v1/mcp", endpoint)
+        .layer(axum::Extension(state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_four_stable_versions_parse() {
+        for v in Version::SUPPORTED {
+            assert_eq!(Version::parse(v.as_str()), Some(v));
+        }
+        for other in [
+            "2026-07-28",
+            "1999-01-01",
+            "not-a-version",
+            "",
+            "2025-11-25 ",
+        ] {
+            assert_eq!(Version::parse(other), None, "{other}");
+        }
+        assert!(Version::V2024_11_05 < Version::V2025_11_25);
+    }
+}

@@ -1,0 +1,152 @@
+//! JSON-RPC 2.0 framing of MCP messages: classify what arrived, build replies. Parsing turns a
+//! JSON value into a [`Message`] once; nothing downstream looks at raw members again.
+
+use serde_json::{Map, Value, json};
+
+/// JSON-RPC: the body is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a valid request object (or not allowed here).
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: no such method (or not at the negotiated version).
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: bad parameters (also: an unknown tool).
+pub const INVALID_PARAMS: i64 = -32602;
+/// JSON-RPC: the server failed.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// MCP: unsupported protocol version (the answer to a newer client's `server/discover` probe).
+pub const UNSUPPORTED_VERSION: i64 = -32022;
+/// MCP: the session does not exist (for this principal).
+pub const SESSION_NOT_FOUND: i64 = -32001;
+
+/// One JSON-RPC message from the client.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request: it gets exactly one response.
+    Request {
+        /// The request id (a string or a number).
+        id: Value,
+        /// Method name.
+        method: String,
+        /// Parameters (an object; absent is an empty object).
+        params: Map<String, Value>,
+    },
+    /// A notification: never answered.
+    Notification {
+        /// Method name.
+        method: String,
+        /// Parameters.
+        params: Map<String, Value>,
+    },
+    /// A response to a request of ours (this server sends none yet, so it is only acknowledged).
+    Response,
+}
+
+/// Why a value is not a JSON-RPC message: the error to answer, with the id when one was readable.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// The request id, when the message had a valid one.
+    pub id: Value,
+    /// What is wrong.
+    pub message: &'static str,
+}
+
+impl Message {
+    /// Classify one JSON value.
+    pub fn parse(value: &Value) -> Result<Self, Invalid> {
+        let invalid = |id: Value, message| Invalid { id, message };
+        let Value::Object(object) = value else {
+            return Err(invalid(Value::Null, "a JSON-RPC message is an object"));
+        };
+        let id = object.get("id").cloned();
+        let valid_id = match &id {
+            Some(Value::String(_)) => true,
+            Some(Value::Number(n)) => n.is_i64() || n.is_u64(),
+            _ => false,
+        };
+        let echo = if valid_id {
+            id.clone().unwrap_or(Value::Null)
+        } else {
+            Value::Null
+        };
+        if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            return Err(invalid(echo, "jsonrpc must be \"2.0\""));
+        }
+        let params = match object.get("params") {
+            None => Map::new(),
+            Some(Value::Object(p)) => p.clone(),
+            Some(_) => return Err(invalid(echo, "params must be an object")),
+        };
+        match object.get("method") {
+            Some(Value::String(method)) => match id {
+                None => Ok(Self::Notification {
+                    method: method.clone(),
+                    params,
+                }),
+                Some(_) if valid_id => Ok(Self::Request {
+                    id: echo,
+                    method: method.clone(),
+                    params,
+                }),
+                Some(_) => Err(invalid(
+                    Value::Null,
+                    "a request id is a string or an integer",
+                )),
+            },
+            Some(_) => Err(invalid(echo, "method must be a string")),
+            None if valid_id && (object.contains_key("result") || object.contains_key("error")) => {
+                Ok(Self::Response)
+            }
+            None => Err(invalid(
+                echo,
+                "neither a request, a notification nor a response",
+            )),
+        }
+    }
+}
+
+/// A success response.
+pub fn result(id: &Value, result: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "result": result })
+}
+
+/// An error response.
+pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut error = json!({ "code": code, "message": message });
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": error })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_notifications_and_responses_are_told_apart() {
+        let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+        assert!(
+            matches!(Message::parse(&request), Ok(Message::Request { id, .. }) if id == json!(7))
+        );
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert!(matches!(
+            Message::parse(&note),
+            Ok(Message::Notification { .. })
+        ));
+        let response = json!({"jsonrpc": "2.0", "id": "a", "result": {}});
+        assert_eq!(Message::parse(&response), Ok(Message::Response));
+    }
+
+    #[test]
+    fn malformed_messages_are_refused_with_the_id_when_it_is_valid() {
+        let no_version = json!({"id": 1, "method": "ping"});
+        assert_eq!(Message::parse(&no_version).unwrap_err().id, json!(1));
+        let null_id = json!({"jsonrpc": "2.0", "id": null, "method": "ping"});
+        assert_eq!(Message::parse(&null_id).unwrap_err().id, Value::Null);
+        let float_id = json!({"jsonrpc": "2.0", "id": 1.5, "method": "ping"});
+        assert!(Message::parse(&float_id).is_err());
+        let array_params = json!({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": []});
+        assert!(Message::parse(&array_params).is_err());
+        assert!(Message::parse(&json!([1])).is_err());
+    }
+}

@@ -1,0 +1,572 @@
+//! Tools (spec 21.1, notes 6.3): one tool per callable capability, described conservatively from
+//! its contract at the negotiated version, and `tools/call` as a native action.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use aip_core::{
+    Action, ActionId, ActionMode, ActionResult, ActionResultStatus, Capability, CapabilityId,
+    IdempotencyRequirement, MessagePart, SideEffect,
+};
+use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{IDEMPOTENCY_META, META_KEY, PROFILE, Version};
+
+/// Longest tool name MCP clients accept.
+const MAX_TOOL_NAME: usize = 128;
+/// Names starting with this are the facade's (native semantics as tools).
+const RESERVED_PREFIX: &str = "aip_";
+/// Longest idempotency key a tool call may carry in `_meta`.
+const MAX_KEY_LEN: usize = 256;
+
+/// Why the capability set cannot be offered as MCP tools; `aip serve` does not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolNameError {
+    /// A name outside `[A-Za-z0-9._-]{1,128}`.
+    #[error("capability {capability}: MCP tool name {name:?} must be 1-128 of [A-Za-z0-9._-]")]
+    Invalid {
+        /// The capability.
+        capability: String,
+        /// The name.
+        name: String,
+    },
+    /// A name in the facade's reserved `aip_` namespace.
+    #[error("capability {capability}: MCP tool name {name:?} starts with the reserved aip_")]
+    Reserved {
+        /// The capability.
+        capability: String,
+        /// The name.
+        name: String,
+    },
+    /// Two capabilities map to one name.
+    #[error("capabilities {first} and {second} both map to MCP tool {name:?}")]
+    Collision {
+        /// The first capability.
+        first: String,
+        /// The second capability.
+        second: String,
+        /// The name.
+        name: String,
+    },
+}
+
+/// Tool names of the admitted capabilities, fixed at startup.
+#[derive(Debug, Default)]
+pub struct ToolIndex {
+    by_name: BTreeMap<String, CapabilityId>,
+    by_capability: BTreeMap<CapabilityId, String>,
+}
+
+impl ToolIndex {
+    /// Names every capability whose input is an object schema (MCP tools take an object of
+    /// arguments; others stay reachable natively).
+    pub fn build<'a>(
+        capabilities: impl IntoIterator<Item = &'a Capability>,
+    ) -> Result<Self, ToolNameError> {
+        let mut index = Self::default();
+        for capability in capabilities {
+            if !is_object_schema(&capability.input_schema) {
+                tracing::info!(capability = %capability.id.as_str(), "not an MCP tool: its input schema is not an object schema");
+                continue;
+            }
+            let name = tool_name(capability)?;
+            if let Some(first) = index.by_name.get(&name) {
+                return Err(ToolNameError::Collision {
+                    first: first.as_str().to_owned(),
+                    second: capability.id.as_str().to_owned(),
+                    name,
+                });
+            }
+            index.by_name.insert(name.clone(), capability.id.clone());
+            index.by_capability.insert(capability.id.clone(), name);
+        }
+        Ok(index)
+    }
+
+    /// The tool name of a capability, if it is a tool.
+    pub fn name_of(&self, capability: &CapabilityId) -> Option<&str> {
+        self.by_capability.get(capability).map(String::as_str)
+    }
+
+    /// The capability a tool name stands for.
+    pub fn capability_of(&self, name: &str) -> Option<&CapabilityId> {
+        self.by_name.get(name)
+    }
+}
+
+/// The binding's `tool` when the capability has an MCP binding, else the id without `cap:` and
+/// with every character outside `[A-Za-z0-9._-]` replaced by `_` (`cap:demo:echo` → `demo_echo`).
+fn tool_name(capability: &Capability) -> Result<String, ToolNameError> {
+    let id = capability.id.as_str();
+    let bound = capability
+        .bindings
+        .iter()
+        .find(|b| b.profile.as_str() == PROFILE)
+        .and_then(|b| b.extra.get("tool"))
+        .and_then(Value::as_str);
+    let name = match bound {
+        Some(name) => name.to_owned(),
+        None => id
+            .strip_prefix("cap:")
+            .unwrap_or(id)
+            .chars()
+            .map(|c| if valid_char(c) { c } else { '_' })
+            .collect(),
+    };
+    if name.is_empty() || name.len() > MAX_TOOL_NAME || !name.chars().all(valid_char) {
+        return Err(ToolNameError::Invalid {
+            capability: id.to_owned(),
+            name,
+        });
+    }
+    if name.to_ascii_lowercase().starts_with(RESERVED_PREFIX) {
+        return Err(ToolNameError::Reserved {
+            capability: id.to_owned(),
+            name,
+        });
+    }
+    Ok(name)
+}
+
+fn valid_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')
+}
+
+fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// The MCP `Tool` for `capability` at `version`: only what the version defines, and only hints the
+/// contract backs (spec 21.1: never claim a guarantee that cannot be projected faithfully).
+pub fn describe(capability: &Capability, name: &str, version: Version) -> Value {
+    let mut tool = Map::new();
+    tool.insert("name".into(), json!(name));
+    if let Some(description) = &capability.description {
+        tool.insert("description".into(), json!(description));
+    }
+    tool.insert("inputSchema".into(), capability.input_schema.clone());
+    if version >= Version::V2025_06_18 {
+        tool.insert("title".into(), json!(capability.name));
+        if let Some(output) = capability
+            .output_schema
+            .as_ref()
+            .filter(|s| is_object_schema(s))
+        {
+            tool.insert("outputSchema".into(), output.clone());
+        }
+        tool.insert(
+            "_meta".into(),
+            json!({ META_KEY: {
+                "capability_id": capability.id,
+                "risk": capability.risk,
+                "requires_approval": requires_approval(capability),
+            } }),
+        );
+    }
+    if version >= Version::V2025_03_26
+        && let Some(annotations) = annotations(capability)
+    {
+        tool.insert("annotations".into(), annotations);
+    }
+    if version >= Version::V2025_11_25 {
+        // Tasks are not served yet: a task-augmented call would not be honoured.
+        tool.insert("execution".into(), json!({ "taskSupport": "forbidden" }));
+    }
+    Value::Object(tool)
+}
+
+fn requires_approval(capability: &Capability) -> bool {
+    capability.requires_human_approval == Some(true)
+        || capability
+            .contract
+            .as_ref()
+            .is_some_and(|c| c.approval.is_some())
+}
+
+/// Hints derived from the contract; none without one (MCP's defaults are the cautious reading).
+fn annotations(capability: &Capability) -> Option<Value> {
+    let contract = capability.contract.as_ref()?;
+    let effects = &contract.side_effects;
+    let read_only = !effects.is_empty() && effects.iter().all(|e| *e == SideEffect::Read);
+    let destructive = effects.iter().any(|e| {
+        matches!(
+            e,
+            SideEffect::Delete
+                | SideEffect::Financial
+                | SideEffect::Identity
+                | SideEffect::CodeExecution
+        )
+    });
+    Some(json!({
+        "readOnlyHint": read_only,
+        "destructiveHint": !read_only && destructive,
+        "idempotentHint": contract.idempotency.requirement == IdempotencyRequirement::Required,
+        "openWorldHint": effects.contains(&SideEffect::ExternalNetwork),
+    }))
+}
+
+/// Tool calls in flight on this node, by (session, request id), so `notifications/cancelled` finds
+/// the action a request started.
+#[derive(Debug, Default)]
+pub struct InFlight(Mutex<HashMap<(String, String), String>>);
+
+impl InFlight {
+    fn insert(&self, key: (String, String), action: String) {
+        if let Ok(mut map) = self.0.lock() {
+            map.insert(key, action);
+        }
+    }
+
+    fn remove(&self, key: &(String, String)) {
+        if let Ok(mut map) = self.0.lock() {
+            map.remove(key);
+        }
+    }
+
+    /// The action a request of `session` started, if it is still running here.
+    pub fn get(&self, session: &str, request_id: &Value) -> Option<String> {
+        let key = (session.to_owned(), request_id.to_string());
+        self.0.lock().ok().and_then(|map| map.get(&key).cloned())
+    }
+}
+
+/// A `tools/call` to run: what the transport resolved and checked.
+pub struct Call<'a> {
+    /// The authenticated caller (never anything from the arguments).
+    pub caller: &'a Caller,
+    /// The MCP session.
+    pub session_id: &'a str,
+    /// The session's negotiated version.
+    pub version: Version,
+    /// The JSON-RPC request id.
+    pub request_id: &'a Value,
+}
+
+/// Answer of a `tools/call`: a `CallToolResult`, or a JSON-RPC error (code, message).
+pub type CallOutcome = Result<Value, (i64, String)>;
+
+/// `tools/call`: the named tool's capability as a native action through the one admission path.
+pub async fn call(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    call: Call<'_>,
+    params: &Map<String, Value>,
+) -> CallOutcome {
+    let invalid = |m: &str| Err((super::rpc::INVALID_PARAMS, m.to_owned()));
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return invalid("tools/call needs a tool name");
+    };
+    // A tool the caller may not invoke is as unknown as one that does not exist.
+    let Some(capability_id) = state
+        .tools
+        .capability_of(name)
+        .filter(|c| call.caller.may_invoke(c.as_str()))
+    else {
+        return invalid(&format!("unknown tool: {name}"));
+    };
+    let arguments = match params.get("arguments") {
+        None | Some(Value::Null) => json!({}),
+        Some(args @ Value::Object(_)) => args.clone(),
+        Some(_) => return invalid("arguments must be an object"),
+    };
+    if params.contains_key("task") {
+        return invalid("task-augmented calls are not supported by this server");
+    }
+    let key = match idempotency_key(params) {
+        Ok(key) => key,
+        Err(message) => return invalid(message),
+    };
+    let Some(capability) = runtime
+        .capabilities()
+        .find(|c| &c.id == capability_id)
+        .cloned()
+    else {
+        return invalid(&format!("unknown tool: {name}"));
+    };
+    let action_id = match &key {
+        Some(key) => derive_id(&[
+            &call.caller.tenant,
+            &call.caller.id,
+            capability_id.as_str(),
+            key,
+        ]),
+        None => derive_id(&[call.session_id, &call.request_id.to_string()]),
+    };
+    let action = Action {
+        id: ActionId::new(action_id.clone()),
+        capability_id: capability_id.clone(),
+        input: arguments,
+        mode: Some(mode_for(&capability)),
+        idempotency_key: key,
+        timeout_ms: None,
+        conversation: None,
+        memory_context: None,
+        delegation_chain: Vec::new(),
+        federation: None,
+        callback: None,
+        observability: None,
+        compliance: None,
+        identity: None,
+        approval: None,
+        transaction: None,
+    };
+    let request = ActionRequest {
+        action,
+        message_id: aip_core::MessageId::generate().as_str().to_owned(),
+        session_id: Some(call.session_id.to_owned()),
+        correlation_id: None,
+        trace: None,
+        idempotency_key: None,
+        delegation: None,
+    };
+    let flight = (call.session_id.to_owned(), call.request_id.to_string());
+    state.calls.insert(flight.clone(), action_id.clone());
+    let outcome = run(runtime, state, call.caller, request, &action_id).await;
+    state.calls.remove(&flight);
+    match outcome {
+        Ok(Finished::Result(result)) => Ok(project(&result, call.version)),
+        Ok(Finished::Approval(approval_id)) => Ok(tool_error(
+            call.version,
+            &format!("action {action_id} awaits approval {approval_id}; it has not run"),
+            json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
+        )),
+        Ok(Finished::StillRunning) => Ok(tool_error(
+            call.version,
+            &format!("action {action_id} is still running; its outcome is not known yet"),
+            json!({ "action_id": action_id, "status": "running" }),
+        )),
+        Err(err) if err.code().category() == aip_core::ErrorCategory::Temporary => {
+            Err((super::rpc::INTERNAL_ERROR, err.to_string()))
+        }
+        Err(err) => {
+            let error = err.to_protocol_error();
+            Ok(tool_error(
+                call.version,
+                &format!("{}: {}", error.code.as_str(), error.message),
+                json!({ "action_id": action_id, "status": "rejected", "error": error }),
+            ))
+        }
+    }
+}
+
+/// The `_meta` idempotency key, if any: a non-empty string of at most 256 characters.
+fn idempotency_key(params: &Map<String, Value>) -> Result<Option<String>, &'static str> {
+    let meta = params.get("_meta").and_then(Value::as_object);
+    match meta.and_then(|m| m.get(IDEMPOTENCY_META)) {
+        None => Ok(None),
+        Some(Value::String(k)) if !k.is_empty() && k.len() <= MAX_KEY_LEN => Ok(Some(k.clone())),
+        Some(_) => Err("the idempotency key must be a string of 1-256 characters"),
+    }
+}
+
+/// A deterministic action id: a keyed call retried is the same action (answered by its first
+/// outcome); an unkeyed call is named by its session and request id, so any node can cancel it.
+fn derive_id(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"aip.mcp.tool_call.v1");
+    for part in parts {
+        hash.update([0u8]);
+        hash.update(part.as_bytes());
+    }
+    let digest = hash.finalize();
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("act_mcp{hex}")
+}
+
+/// Sync when the capability supports it; otherwise queued, and the call waits for the outcome.
+fn mode_for(capability: &Capability) -> ActionMode {
+    match capability.contract.as_ref().map(|c| &c.execution) {
+        Some(e) if !e.supports_sync && e.supports_async => ActionMode::Async,
+        Some(e) if !e.supports_sync && e.supports_streaming => ActionMode::Streaming,
+        _ => ActionMode::Sync,
+    }
+}
+
+enum Finished {
+    Result(Box<ActionResult>),
+    Approval(String),
+    StillRunning,
+}
+
+async fn run(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    caller: &Caller,
+    request: ActionRequest,
+    action_id: &str,
+) -> Result<Finished, RuntimeError> {
+    match runtime.submit_action(caller, request).await? {
+        Submitted::Result { result, .. } => Ok(Finished::Result(result)),
+        Submitted::AwaitingApproval { approval_id, .. } => Ok(Finished::Approval(approval_id)),
+        Submitted::Ack(_) => wait(runtime, state, caller, action_id).await,
+        _ => Ok(Finished::StillRunning),
+    }
+}
+
+/// Waits (bounded by the deployment's longest action timeout) for a queued action's outcome.
+async fn wait(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    caller: &Caller,
+    action_id: &str,
+) -> Result<Finished, RuntimeError> {
+    let started = std::time::Instant::now();
+    let step = runtime.max_wait_ms().max(1);
+    loop {
+        match runtime.action_result(caller, action_id, Some(step)).await {
+            Ok(result) if result.status == ActionResultStatus::PendingApproval => {
+                return Ok(Finished::StillRunning);
+            }
+            Ok(result) => return Ok(Finished::Result(Box::new(result))),
+            Err(RuntimeError::NotFound(_))
+                if (started.elapsed().as_millis() as u64) < state.max_call_wait_ms => {}
+            Err(RuntimeError::NotFound(_)) => return Ok(Finished::StillRunning),
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+/// A native result as a `CallToolResult`: success only for `completed`.
+fn project(result: &ActionResult, version: Version) -> Value {
+    let action_id = result.action_id.as_str();
+    match result.status {
+        ActionResultStatus::Completed => {
+            let mut content: Vec<Value> = result.message.iter().filter_map(text_part).collect();
+            if let Some(output) = &result.output {
+                content.push(json!({ "type": "text", "text": output.to_string() }));
+            }
+            let mut value = json!({ "content": content, "isError": false, "_meta": { META_KEY: { "action_id": action_id } } });
+            if version >= Version::V2025_06_18
+                && let Some(output @ Value::Object(_)) = &result.output
+            {
+                value["structuredContent"] = output.clone();
+            }
+            value
+        }
+        status => {
+            let error = result.error.as_ref();
+            let text = match error {
+                Some(e) => format!("{}: {}: {}", status.as_str(), e.code.as_str(), e.message),
+                None => format!("action {action_id} {}", status.as_str()),
+            };
+            tool_error(
+                version,
+                &text,
+                json!({ "action_id": action_id, "status": status.as_str(), "error": error }),
+            )
+        }
+    }
+}
+
+fn text_part(part: &MessagePart) -> Option<Value> {
+    let value = serde_json::to_value(part).ok()?;
+    let text = value.get("text")?.as_str()?;
+    Some(json!({ "type": "text", "text": text }))
+}
+
+/// `isError: true` with the native facts (structured from 2025-06-18, else in the text).
+fn tool_error(version: Version, text: &str, facts: Value) -> Value {
+    if version >= Version::V2025_06_18 {
+        json!({
+            "content": [{ "type": "text", "text": text }],
+            "structuredContent": facts,
+            "isError": true,
+            "_meta": { META_KEY: facts },
+        })
+    } else {
+        json!({
+            "content": [{ "type": "text", "text": text }, { "type": "text", "text": facts.to_string() }],
+            "isError": true,
+            "_meta": { META_KEY: facts },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn capability(value: Value) -> Capability {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn echo() -> Capability {
+        capability(json!({
+            "id": "cap:demo:echo", "name": "Echo", "kind": "tool",
+            "input_schema": {"type": "object"}, "output_schema": {"type": "object"},
+        }))
+    }
+
+    #[test]
+    fn derived_names_drop_cap_and_replace_foreign_characters() {
+        assert_eq!(tool_name(&echo()).unwrap(), "demo_echo");
+        let odd = capability(
+            json!({"id": "cap:a b/c", "name": "x", "kind": "tool", "input_schema": {"type": "object"}}),
+        );
+        assert_eq!(tool_name(&odd).unwrap(), "a_b_c");
+    }
+
+    #[test]
+    fn reserved_invalid_and_colliding_names_stop_the_index() {
+        let bound = |tool: &str| {
+            capability(
+                json!({"id": "cap:x", "name": "x", "kind": "tool", "input_schema": {"type": "object"},
+                "bindings": [{"profile": PROFILE, "tool": tool}]}),
+            )
+        };
+        assert!(matches!(
+            tool_name(&bound("aip_call")),
+            Err(ToolNameError::Reserved { .. })
+        ));
+        assert!(matches!(
+            tool_name(&bound("AIP_x")),
+            Err(ToolNameError::Reserved { .. })
+        ));
+        assert!(matches!(
+            tool_name(&bound("a b")),
+            Err(ToolNameError::Invalid { .. })
+        ));
+        assert!(matches!(
+            tool_name(&bound(&"a".repeat(129))),
+            Err(ToolNameError::Invalid { .. })
+        ));
+        let twin = capability(
+            json!({"id": "cap:demo_echo", "name": "x", "kind": "tool", "input_schema": {"type": "object"}}),
+        );
+        let both = [echo(), twin];
+        assert!(matches!(
+            ToolIndex::build(&both),
+            Err(ToolNameError::Collision { .. })
+        ));
+    }
+
+    #[test]
+    fn version_gates_what_a_tool_description_carries() {
+        let cap = echo();
+        let old = describe(&cap, "demo_echo", Version::V2024_11_05);
+        assert!(old.get("title").is_none() && old.get("outputSchema").is_none());
+        assert!(old.get("annotations").is_none() && old.get("execution").is_none());
+        let new = describe(&cap, "demo_echo", Version::V2025_11_25);
+        assert_eq!(new["title"], "Echo");
+        assert_eq!(new["outputSchema"], json!({"type": "object"}));
+        assert_eq!(new["execution"]["taskSupport"], "forbidden");
+        // No contract: no hints at all (the cautious MCP defaults apply).
+        assert!(new.get("annotations").is_none());
+    }
+
+    #[test]
+    fn keyed_calls_share_an_id_and_unkeyed_calls_follow_the_request() {
+        assert_eq!(
+            derive_id(&["t", "p", "cap", "k"]),
+            derive_id(&["t", "p", "cap", "k"])
+        );
+        assert_ne!(
+            derive_id(&["t", "p", "cap", "k"]),
+            derive_id(&["t", "p", "cap", "k2"])
+        );
+        assert_ne!(derive_id(&["ab", "c"]), derive_id(&["a", "bc"]));
+    }
+}

@@ -1,0 +1,579 @@
+//! Streamable HTTP (MCP 2025-03-26 and later, spec 21.1): the checks run cheapest first, nothing is
+//! parsed before it is allowed (notes 6.1): body size (413), Accept and Content-Type (406/415),
+//! `MCP-Protocol-Version` (400), session id (400/404), then the JSON-RPC message.
+// A refusal is the handler's finished HTTP answer, returned early; boxing it would buy nothing.
+#![allow(clippy::result_large_err)]
+
+use std::sync::Arc;
+
+use aip_runtime::{Caller, RuntimeError};
+use aip_store::SessionState;
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Map, Value, json};
+
+use super::rpc::{self, Message};
+use super::tools::{self, Call};
+use super::{McpState, Version};
+use crate::http::AppState;
+
+/// Header carrying the session id.
+const SESSION_HEADER: &str = "mcp-session-id";
+/// Header carrying the negotiated version on every request after `initialize`.
+const VERSION_HEADER: &str = "mcp-protocol-version";
+/// Most messages in one batch (2025-03-26 only).
+const MAX_BATCH: usize = 64;
+/// Longest client name or version kept from `clientInfo`.
+const MAX_CLIENT_INFO: usize = 128;
+
+/// `POST /mcp`: one JSON-RPC message (a batch at 2025-03-26).
+pub async fn post(
+    State(app): State<AppState>,
+    Extension(mcp): Extension<Arc<McpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            return http_error(
+                rejection.status(),
+                rpc::INVALID_REQUEST,
+                &rejection.body_text(),
+            );
+        }
+    };
+    if !accepts(&headers, &["application/json", "text/event-stream"]) {
+        return http_error(
+            StatusCode::NOT_ACCEPTABLE,
+            rpc::INVALID_REQUEST,
+            "Accept must list application/json and text/event-stream",
+        );
+    }
+    if media_type(&headers).as_deref() != Some("application/json") {
+        return http_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            rpc::INVALID_REQUEST,
+            "Content-Type must be application/json",
+        );
+    }
+    let header_version = match header_version(&headers) {
+        Ok(v) => v,
+        Err(response) => return response,
+    };
+    let value: Value = match serde_json::from_slice(&body) {
+        Ok(value) => value,
+        Err(_) => {
+            return http_json(
+                StatusCode::BAD_REQUEST,
+                rpc::error(&Value::Null, rpc::PARSE_ERROR, "the body is not JSON", None),
+            );
+        }
+    };
+    let session_id = headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let endpoint = Endpoint {
+        app: &app,
+        mcp: &mcp,
+        caller: &caller,
+    };
+    if let Value::Array(batch) = &value {
+        return endpoint.batch(batch, session_id, header_version).await;
+    }
+    let message = match Message::parse(&value) {
+        Ok(message) => message,
+        Err(invalid) => {
+            return http_json(
+                StatusCode::BAD_REQUEST,
+                rpc::error(&invalid.id, rpc::INVALID_REQUEST, invalid.message, None),
+            );
+        }
+    };
+    match (&message, session_id) {
+        (Message::Request { id, method, params }, None) if method == "initialize" => {
+            endpoint.initialize(id, params).await
+        }
+        (Message::Request { id, method, .. }, _) if method == "server/discover" => discover(id),
+        (Message::Request { id, method, .. }, Some(_)) if method == "initialize" => http_json(
+            StatusCode::BAD_REQUEST,
+            rpc::error(
+                id,
+                rpc::INVALID_REQUEST,
+                "initialize opens a session: send it without Mcp-Session-Id",
+                None,
+            ),
+        ),
+        (_, None) => http_error(
+            StatusCode::BAD_REQUEST,
+            rpc::INVALID_REQUEST,
+            "Mcp-Session-Id is required after initialize",
+        ),
+        (_, Some(session_id)) => {
+            let session = match endpoint.session(session_id, header_version).await {
+                Ok(session) => session,
+                Err(response) => return response,
+            };
+            match endpoint.one(&session, message).await {
+                Some(reply) => http_json(StatusCode::OK, reply),
+                None => StatusCode::ACCEPTED.into_response(),
+            }
+        }
+    }
+}
+
+/// `GET /mcp`: this server opens no standalone stream yet (spec-allowed; both SDKs accept 405).
+pub async fn get() -> Response {
+    let mut response = http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        rpc::INVALID_REQUEST,
+        "this server offers no standalone SSE stream",
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+    response
+}
+
+/// `DELETE /mcp`: ends the session; admitted actions run on (spec 20.1: losing a connection or a
+/// session never cancels admitted work).
+pub async fn delete(
+    State(app): State<AppState>,
+    Extension(mcp): Extension<Arc<McpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(session_id) = headers
+        .get(SESSION_HEADER)
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
+    else {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            rpc::INVALID_REQUEST,
+            "Mcp-Session-Id is required",
+        );
+    };
+    let endpoint = Endpoint {
+        app: &app,
+        mcp: &mcp,
+        caller: &caller,
+    };
+    if let Err(response) = endpoint.session(session_id, None).await {
+        return response;
+    }
+    match app
+        .runtime
+        .close_session(&caller, session_id, Some("MCP session deleted"))
+        .await
+    {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(RuntimeError::NotFound(_) | RuntimeError::SessionState(_)) => session_not_found(),
+        Err(err) => http_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            rpc::INTERNAL_ERROR,
+            &err.to_string(),
+        ),
+    }
+}
+
+/// A session resolved for a request: its id and negotiated version.
+struct Session {
+    id: String,
+    version: Version,
+    initialized: bool,
+}
+
+struct Endpoint<'a> {
+    app: &'a AppState,
+    mcp: &'a Arc<McpState>,
+    caller: &'a Caller,
+}
+
+impl Endpoint<'_> {
+    /// `initialize`: negotiate (the client's version when supported, else the latest, spec 23.3)
+    /// and open a session owned by the caller.
+    async fn initialize(&self, id: &Value, params: &Map<String, Value>) -> Response {
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = requested
+            .and_then(Version::parse)
+            .unwrap_or(Version::LATEST);
+        let client = params.get("clientInfo").and_then(Value::as_object);
+        let info = |k: &str| {
+            client
+                .and_then(|c| c.get(k))
+                .and_then(Value::as_str)
+                .map(|s| s.chars().take(MAX_CLIENT_INFO).collect::<String>())
+        };
+        let data = json!({
+            "protocol_version": version.as_str(),
+            "client": { "name": info("name"), "version": info("version") },
+        });
+        let session = match self
+            .app
+            .runtime
+            .open_profile_session(self.caller, super::PROFILE, data)
+            .await
+        {
+            Ok(session) => session,
+            Err(err) => {
+                return http_json(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    rpc::error(id, rpc::INTERNAL_ERROR, &err.to_string(), None),
+                );
+            }
+        };
+        let mut server_info = json!({ "name": "aip", "version": env!("CARGO_PKG_VERSION") });
+        if version >= Version::V2025_06_18 {
+            server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
+        }
+        let result = json!({
+            "protocolVersion": version.as_str(),
+            "capabilities": { "tools": { "listChanged": false } },
+            "serverInfo": server_info,
+            "instructions": "Tools are AIP capabilities; each call is a durable AIP action. A call awaiting approval or still running is reported as an error naming its action.",
+        });
+        let mut response = http_json(StatusCode::OK, rpc::result(id, result));
+        if let Ok(value) = HeaderValue::from_str(&session.session_id) {
+            response.headers_mut().insert(SESSION_HEADER, value);
+        }
+        response
+    }
+
+    /// The caller's own open session, checked against the version header (400 on a mismatch).
+    async fn session(
+        &self,
+        session_id: &str,
+        header: Option<Version>,
+    ) -> Result<Session, Response> {
+        let record = match self
+            .app
+            .runtime
+            .owned_session(self.caller, session_id)
+            .await
+        {
+            Ok(record) => record,
+            Err(RuntimeError::NotFound(_)) => return Err(session_not_found()),
+            Err(err) => {
+                return Err(http_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    rpc::INTERNAL_ERROR,
+                    &err.to_string(),
+                ));
+            }
+        };
+        let data = record.data.get("profile_data");
+        let version = data
+            .and_then(|d| d.get("protocol_version"))
+            .and_then(Value::as_str)
+            .and_then(Version::parse);
+        let is_mcp = record
+            .data
+            .get("profiles")
+            .and_then(Value::as_array)
+            .is_some_and(|p| p.iter().any(|p| p == super::PROFILE));
+        let (Some(version), true) = (version, is_mcp) else {
+            // A native session is not an MCP session.
+            return Err(session_not_found());
+        };
+        if matches!(
+            record.state,
+            SessionState::Cancelled
+                | SessionState::Settled
+                | SessionState::Failed
+                | SessionState::Completed
+        ) {
+            return Err(session_not_found());
+        }
+        if header.is_some_and(|h| h != version) {
+            return Err(http_error(
+                StatusCode::BAD_REQUEST,
+                rpc::INVALID_REQUEST,
+                &format!(
+                    "MCP-Protocol-Version differs from the negotiated {}",
+                    version.as_str()
+                ),
+            ));
+        }
+        Ok(Session {
+            id: record.session_id,
+            version,
+            initialized: record.state != SessionState::New,
+        })
+    }
+
+    /// One message of a session: a reply for a request, nothing for a notification or response.
+    async fn one(&self, session: &Session, message: Message) -> Option<Value> {
+        match message {
+            Message::Request { id, method, params } => {
+                Some(self.request(session, &id, &method, &params).await)
+            }
+            Message::Notification { method, params } => {
+                self.notification(session, &method, &params).await;
+                None
+            }
+            Message::Response => None,
+        }
+    }
+
+    async fn request(
+        &self,
+        session: &Session,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+    ) -> Value {
+        if method == "ping" {
+            return rpc::result(id, json!({}));
+        }
+        if !session.initialized {
+            return rpc::error(
+                id,
+                rpc::INVALID_REQUEST,
+                "the session is not initialized: send notifications/initialized first",
+                None,
+            );
+        }
+        match method {
+            "tools/list" => self.tools_list(session, id, params),
+            "tools/call" => {
+                let call = Call {
+                    caller: self.caller,
+                    session_id: &session.id,
+                    version: session.version,
+                    request_id: id,
+                };
+                match tools::call(&self.app.runtime, self.mcp, call, params).await {
+                    Ok(result) => rpc::result(id, result),
+                    Err((code, message)) => rpc::error(id, code, &message, None),
+                }
+            }
+            "initialize" => rpc::error(
+                id,
+                rpc::INVALID_REQUEST,
+                "the session is already initialized",
+                None,
+            ),
+            _ => rpc::error(
+                id,
+                rpc::METHOD_NOT_FOUND,
+                &format!("method not found: {method}"),
+                None,
+            ),
+        }
+    }
+
+    fn tools_list(&self, session: &Session, id: &Value, params: &Map<String, Value>) -> Value {
+        if params.get("cursor").is_some_and(|c| !c.is_null()) {
+            return rpc::error(
+                id,
+                rpc::INVALID_PARAMS,
+                "unknown cursor: tools/list returns one page",
+                None,
+            );
+        }
+        let manifest = self.app.runtime.manifest(self.caller, None, &[]);
+        let tools: Vec<Value> = manifest
+            .capabilities
+            .iter()
+            .filter_map(|c| {
+                self.mcp
+                    .tools
+                    .name_of(&c.id)
+                    .map(|name| tools::describe(c, name, session.version))
+            })
+            .collect();
+        rpc::result(id, json!({ "tools": tools }))
+    }
+
+    async fn notification(&self, session: &Session, method: &str, params: &Map<String, Value>) {
+        match method {
+            "notifications/initialized" => {
+                if let Err(err) = self
+                    .app
+                    .runtime
+                    .activate_profile_session(self.caller, &session.id)
+                    .await
+                {
+                    tracing::warn!(error = %err, "MCP session could not be activated");
+                }
+            }
+            "notifications/cancelled" => {
+                let Some(request_id) = params.get("requestId") else {
+                    return;
+                };
+                let Some(action_id) = self.mcp.calls.get(&session.id, request_id) else {
+                    return;
+                };
+                let reason = params
+                    .get("reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("cancelled by the MCP client");
+                if let Err(err) = self
+                    .app
+                    .runtime
+                    .cancel(self.caller, &action_id, Some(reason))
+                    .await
+                {
+                    tracing::info!(error = %err, action_id, "MCP cancellation not applied");
+                }
+            }
+            // Progress, roots and other client notifications carry nothing this server acts on.
+            _ => {}
+        }
+    }
+
+    /// A JSON-RPC batch: accepted only on a 2025-03-26 session (the one version that has them).
+    async fn batch(
+        &self,
+        batch: &[Value],
+        session_id: Option<&str>,
+        header: Option<Version>,
+    ) -> Response {
+        let refuse = |m: &str| {
+            http_json(
+                StatusCode::BAD_REQUEST,
+                rpc::error(&Value::Null, rpc::INVALID_REQUEST, m, None),
+            )
+        };
+        let Some(session_id) = session_id else {
+            return refuse("a batch cannot open a session");
+        };
+        let session = match self.session(session_id, header).await {
+            Ok(session) => session,
+            Err(response) => return response,
+        };
+        if session.version != Version::V2025_03_26 {
+            return refuse("JSON-RPC batches exist only at MCP 2025-03-26");
+        }
+        if batch.is_empty() || batch.len() > MAX_BATCH {
+            return refuse("a batch holds 1-64 messages");
+        }
+        let mut replies = Vec::new();
+        for value in batch {
+            match Message::parse(value) {
+                Ok(Message::Request { id, method, .. }) if method == "initialize" => {
+                    replies.push(rpc::error(
+                        &id,
+                        rpc::INVALID_REQUEST,
+                        "initialize cannot be batched",
+                        None,
+                    ));
+                }
+                Ok(message) => replies.extend(self.one(&session, message).await),
+                Err(invalid) => replies.push(rpc::error(
+                    &invalid.id,
+                    rpc::INVALID_REQUEST,
+                    invalid.message,
+                    None,
+                )),
+            }
+        }
+        if replies.is_empty() {
+            return StatusCode::ACCEPTED.into_response();
+        }
+        http_json(StatusCode::OK, Value::Array(replies))
+    }
+}
+
+/// A newer client's `server/discover` probe: the handshake era's answer, so it falls back to
+/// `initialize` (notes 1.1: 400 with -32022 and the supported versions; never 5xx).
+fn discover(id: &Value) -> Response {
+    let supported: Vec<&str> = Version::SUPPORTED.iter().map(|v| v.as_str()).collect();
+    http_json(
+        StatusCode::BAD_REQUEST,
+        rpc::error(
+            id,
+            rpc::UNSUPPORTED_VERSION,
+            "Unsupported protocol version: this server negotiates with initialize",
+            Some(json!({ "supported": supported })),
+        ),
+    )
+}
+
+/// The `MCP-Protocol-Version` header: absent, or a supported version (400 otherwise).
+fn header_version(headers: &HeaderMap) -> Result<Option<Version>, Response> {
+    match headers.get(VERSION_HEADER) {
+        None => Ok(None),
+        Some(value) => value.to_str().ok().and_then(Version::parse).map(Some).ok_or_else(|| {
+            http_error(
+                StatusCode::BAD_REQUEST,
+                rpc::INVALID_REQUEST,
+                "unsupported MCP-Protocol-Version: this server speaks 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05",
+            )
+        }),
+    }
+}
+
+/// The media type of `Content-Type`, lowercased, without parameters.
+fn media_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next()?.trim().to_ascii_lowercase())
+}
+
+/// Whether `Accept` admits every one of `wanted` (a `*/*` or `type/*` range admits it too).
+fn accepts(headers: &HeaderMap, wanted: &[&str]) -> bool {
+    let ranges: Vec<String> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|r| r.split(';').next())
+        .map(|r| r.trim().to_ascii_lowercase())
+        .collect();
+    wanted.iter().all(|w| {
+        let major = w.split('/').next().unwrap_or_default();
+        ranges
+            .iter()
+            .any(|r| r == w || r == "*/*" || *r == format!("{major}/*"))
+    })
+}
+
+fn session_not_found() -> Response {
+    http_error(
+        StatusCode::NOT_FOUND,
+        rpc::SESSION_NOT_FOUND,
+        "Session not found",
+    )
+}
+
+fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
+    http_json(status, rpc::error(&Value::Null, code, message, None))
+}
+
+fn http_json(status: StatusCode, body: Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn accept_must_admit_both_json_and_event_streams() {
+        let both = ["application/json", "text/event-stream"];
+        assert!(accepts(
+            &with_accept("application/json, text/event-stream"),
+            &both
+        ));
+        assert!(accepts(&with_accept("*/*"), &both));
+        assert!(accepts(&with_accept("application/json;q=1, text/*"), &both));
+        assert!(!accepts(&with_accept("application/json"), &both));
+        assert!(!accepts(&HeaderMap::new(), &both));
+    }
+}
