@@ -1,6 +1,7 @@
 """Drives `aip serve`'s MCP endpoint with the official MCP Python SDK (pinned `mcp==2.3.0`).
 
-Usage: mcp_probe.py URL TOKEN MODE   (MODE: auto | legacy)
+Usage: mcp_probe.py URL TOKEN MODE [TRANSPORT]
+  MODE: auto | legacy; TRANSPORT: streamable (default, URL .../mcp) | sse (URL .../mcp/legacy/sse)
 
 Connects (auto mode first probes `server/discover` and falls back to `initialize`), lists tools,
 calls a tool, an approval-gated tool and a keyed tool twice, cancels a long call from the client
@@ -14,12 +15,21 @@ import sys
 
 import anyio
 from mcp import Client
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+TRANSPORT = "streamable"
+
 
 def client(url: str, token: str, mode: str, http):
+    if TRANSPORT == "sse":
+        return Client(sse_client(url, headers={"Authorization": f"Bearer {token}"}), mode="legacy", raise_exceptions=True)
     return Client(streamable_http_client(url, http_client=http), mode=mode, raise_exceptions=True)
+
+
+def texts(result):
+    return [c.text for c in result.content if getattr(c, "type", None) == "text"]
 
 
 def meta_of(result):
@@ -28,7 +38,7 @@ def meta_of(result):
 
 
 async def probe(url: str, token: str, mode: str) -> dict:
-    out: dict = {"mode": mode}
+    out: dict = {"mode": mode, "transport": TRANSPORT}
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
         async with client(url, token, mode, http) as c:
             out["protocol_version"] = c.protocol_version
@@ -47,13 +57,14 @@ async def probe(url: str, token: str, mode: str) -> dict:
             out["transfer"] = {
                 "is_error": transfer.is_error,
                 "structured": transfer.structured_content,
+                "texts": texts(transfer),
             }
             keyed = []
             for _ in range(2):
                 r = await c.call_tool(
                     "demo_book",
                     {"name": "Sdk", "party_size": 3, "time": "20:00"},
-                    meta={"dev.aip/idempotency_key": f"sdk-{mode}-key"},
+                    meta={"dev.aip/idempotency_key": f"sdk-{mode}-{TRANSPORT}-key"},
                 )
                 keyed.append({"is_error": r.is_error, "action_id": meta_of(r).get("action_id"), "structured": r.structured_content})
             out["keyed"] = keyed
@@ -74,11 +85,15 @@ async def probe(url: str, token: str, mode: str) -> dict:
 
 
 def main() -> int:
+    global TRANSPORT
     url, token, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+    TRANSPORT = sys.argv[4] if len(sys.argv) > 4 else "streamable"
     try:
         result = anyio.run(probe, url, token, mode)
     except BaseException as exc:  # noqa: BLE001
-        print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
+        import traceback
+
+        print(json.dumps({"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}))
         return 2
     print(json.dumps(result))
     return 0

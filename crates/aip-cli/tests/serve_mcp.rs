@@ -342,6 +342,16 @@ async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of
     assert_eq!(first["isError"], false, "{first}");
     assert_eq!(first["structuredContent"], second["structuredContent"]);
     assert_eq!(first["_meta"], second["_meta"]);
+    // Retried from a new session (the client reconnected): still the same action and result.
+    let mut reconnected = Mcp::new(&server.base, Some(ALICE));
+    reconnected.open("2025-11-25").await;
+    let third = reconnected
+        .call("tools/call", keyed("mcp-key-1"))
+        .await
+        .body["result"]
+        .clone();
+    assert_eq!(third["_meta"], first["_meta"], "{third}");
+    assert_eq!(third["structuredContent"], first["structuredContent"]);
     // A capability failure or refusal is a tool error, not success.
     let invalid = new.tool("demo_sleep", json!({"ms": "soon"})).await;
     assert_eq!(invalid["isError"], true, "{invalid}");
@@ -490,4 +500,108 @@ data = { sensitivity = "internal", contains_pii = false, redaction_required = fa
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("reserved aip_"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_legacy_sse_binding_speaks_only_2024_11_05_and_its_stream_is_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let base = format!("http://{}", server.base);
+    let open = http
+        .get(format!("{base}/mcp/legacy/sse"))
+        .bearer_auth(ALICE)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(open.status(), 200);
+    let mut stream = support::SseReader::new(open);
+    let endpoint = stream.next().await.unwrap();
+    assert_eq!(endpoint.name, "endpoint");
+    let path = endpoint.data.as_str().unwrap().to_owned();
+    assert!(
+        path.starts_with("/mcp/legacy/messages?sessionId=sess_"),
+        "{path}"
+    );
+    let session = path.split("sessionId=").nth(1).unwrap().to_owned();
+    let post = |token: &'static str, path: String, body: serde_json::Value| {
+        http.post(format!("{base}{path}"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+    };
+    // A 2025-11-25 client is answered 2024-11-05, on the stream.
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    assert_eq!(post(ALICE, path.clone(), init).await.unwrap().status(), 202);
+    let reply = stream.next().await.unwrap();
+    assert_eq!(reply.name, "message");
+    assert_eq!(reply.data["result"]["protocolVersion"], "2024-11-05");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(
+        post(ALICE, path.clone(), initialized)
+            .await
+            .unwrap()
+            .status(),
+        202
+    );
+    // 2025-only methods and fields are absent.
+    let tasks = json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/list"});
+    post(ALICE, path.clone(), tasks).await.unwrap();
+    assert_eq!(stream.next().await.unwrap().data["error"]["code"], -32601);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    post(ALICE, path.clone(), list).await.unwrap();
+    let tools = stream.next().await.unwrap().data["result"]["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t.get("title").is_none() && t.get("annotations").is_none()),
+        "{tools}"
+    );
+    // Another principal, an unknown session, and the Streamable endpoint: 404.
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
+    assert_eq!(
+        post(BOB, path.clone(), ping.clone())
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+    assert_eq!(
+        post(
+            ALICE,
+            "/mcp/legacy/messages?sessionId=ses_nope".into(),
+            ping.clone()
+        )
+        .await
+        .unwrap()
+        .status(),
+        404
+    );
+    let mut streamable = Mcp::new(&server.base, Some(ALICE));
+    streamable.session = Some(session.clone());
+    assert_eq!(streamable.call("ping", json!({})).await.status, 404);
+    // Closing the stream ends the session.
+    drop(stream);
+    let mut gone = 0;
+    for _ in 0..50 {
+        gone = post(ALICE, path.clone(), ping.clone())
+            .await
+            .unwrap()
+            .status()
+            .as_u16();
+        if gone == 404 {
+            break;
+        }
+        support::pause(100).await;
+    }
+    assert_eq!(gone, 404);
+    let (_, view) = server
+        .client(ALICE)
+        .get(&format!("/aip/v1/sessions/{session}"))
+        .await;
+    assert_eq!(view["status"], "settled", "{view}");
 }

@@ -175,6 +175,19 @@ async fn shutdown_signal() {
         }
     };
     tokio::select! { () = ctrl_c => {}, () = term => {} }
+    SHUTDOWN.send_replace(true);
+}
+
+/// Set once a shutdown signal arrived: streams that would otherwise stay open forever (an MCP legacy
+/// SSE stream) end on it, so graceful shutdown is not held up by them.
+static SHUTDOWN: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> =
+    std::sync::LazyLock::new(|| tokio::sync::watch::channel(false).0);
+
+/// Resolves once the server is shutting down.
+pub async fn shutting_down() {
+    let mut rx = SHUTDOWN.subscribe();
+    // The sender lives in a static: `wait_for` ends only when the flag is set.
+    let _ = rx.wait_for(|down| *down).await;
 }
 
 async fn health() -> impl IntoResponse {

@@ -282,7 +282,8 @@ impl SseReader {
                 return Some(SseEvent {
                     name,
                     id: event_id,
-                    data: serde_json::from_str(&data).unwrap(),
+                    // Not JSON (an MCP legacy `endpoint` event): the text itself.
+                    data: serde_json::from_str(&data).unwrap_or(Value::String(data)),
                 });
             }
             let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())

@@ -2,10 +2,11 @@
 //!
 //! An MCP session is a native session (durable, owned by the principal that opened it, visible to
 //! every node on the store); each callable capability is one tool; `tools/call` is a native action
-//! admitted exactly like one sent over HTTP. What is not implemented yet (legacy HTTP+SSE, tasks,
-//! resources, prompts, the facade tools, progress over SSE) is not advertised and its methods are
-//! answered "method not found".
+//! admitted exactly like one sent over HTTP. The legacy HTTP+SSE binding serves `2024-11-05` only.
+//! What is not implemented yet (tasks, resources, prompts, the facade tools, progress over SSE) is
+//! not advertised and its methods are answered "method not found".
 
+mod legacy;
 mod rpc;
 mod tools;
 mod transport;
@@ -90,6 +91,8 @@ fn yes() -> bool {
 pub struct McpState {
     pub(crate) tools: ToolIndex,
     pub(crate) calls: tools::InFlight,
+    /// Open legacy SSE streams on this node.
+    pub(crate) legacy: legacy::Streams,
     /// Longest a `tools/call` waits for a queued action (the deployment's action timeout bound).
     pub(crate) max_call_wait_ms: u64,
 }
@@ -101,6 +104,7 @@ impl McpState {
         Self {
             tools,
             calls: tools::InFlight::default(),
+            legacy: legacy::Streams::default(),
             max_call_wait_ms,
         }
     }
@@ -115,6 +119,8 @@ pub fn routes(state: Arc<McpState>) -> Router<AppState> {
         .route("/mcp", endpoint.clone())
         .route("/mcp/v1", endpoint.clone())
         .route("/aip/v1/mcp", endpoint)
+        .route("/mcp/legacy/sse", axum::routing::get(legacy::open))
+        .route("/mcp/legacy/messages", post(legacy::message))
         .layer(axum::Extension(state))
 }
 

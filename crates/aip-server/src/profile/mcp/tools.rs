@@ -295,6 +295,7 @@ pub async fn call(
         ]),
         None => derive_id(&[call.session_id, &call.request_id.to_string()]),
     };
+    let keyed = key.is_some();
     let action = Action {
         id: ActionId::new(action_id.clone()),
         capability_id: capability_id.clone(),
@@ -316,7 +317,9 @@ pub async fn call(
     let request = ActionRequest {
         action,
         message_id: aip_core::MessageId::generate().as_str().to_owned(),
-        session_id: Some(call.session_id.to_owned()),
+        // A keyed call belongs to no session: retried from a new session after a reconnect it is
+        // still the same action, answered by its first outcome.
+        session_id: (!keyed).then(|| call.session_id.to_owned()),
         correlation_id: None,
         trace: None,
         idempotency_key: None,

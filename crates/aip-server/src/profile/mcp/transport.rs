@@ -116,7 +116,8 @@ pub async fn post(
         ),
         (_, Some(session_id)) => {
             let session = match endpoint.session(session_id, header_version).await {
-                Ok(session) => session,
+                Ok(session) if !session.legacy => session,
+                Ok(_) => return session_not_found(),
                 Err(response) => return response,
             };
             match endpoint.one(&session, message).await {
@@ -163,8 +164,10 @@ pub async fn delete(
         mcp: &mcp,
         caller: &caller,
     };
-    if let Err(response) = endpoint.session(session_id, None).await {
-        return response;
+    match endpoint.session(session_id, None).await {
+        Ok(session) if !session.legacy => {}
+        Ok(_) => return session_not_found(),
+        Err(response) => return response,
     }
     match app
         .runtime
@@ -182,16 +185,19 @@ pub async fn delete(
 }
 
 /// A session resolved for a request: its id and negotiated version.
-struct Session {
-    id: String,
-    version: Version,
-    initialized: bool,
+pub(super) struct Session {
+    pub(super) id: String,
+    pub(super) version: Version,
+    pub(super) initialized: bool,
+    /// Opened by the legacy SSE binding (its messages come only through that binding).
+    pub(super) legacy: bool,
 }
 
-struct Endpoint<'a> {
-    app: &'a AppState,
-    mcp: &'a Arc<McpState>,
-    caller: &'a Caller,
+/// One request's view of the profile: who calls, through which server.
+pub(super) struct Endpoint<'a> {
+    pub(super) app: &'a AppState,
+    pub(super) mcp: &'a Arc<McpState>,
+    pub(super) caller: &'a Caller,
 }
 
 impl Endpoint<'_> {
@@ -227,16 +233,7 @@ impl Endpoint<'_> {
                 );
             }
         };
-        let mut server_info = json!({ "name": "aip", "version": env!("CARGO_PKG_VERSION") });
-        if version >= Version::V2025_06_18 {
-            server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
-        }
-        let result = json!({
-            "protocolVersion": version.as_str(),
-            "capabilities": { "tools": { "listChanged": false } },
-            "serverInfo": server_info,
-            "instructions": "Tools are AIP capabilities; each call is a durable AIP action. A call awaiting approval or still running is reported as an error naming its action.",
-        });
+        let result = init_result(version);
         let mut response = http_json(StatusCode::OK, rpc::result(id, result));
         if let Ok(value) = HeaderValue::from_str(&session.session_id) {
             response.headers_mut().insert(SESSION_HEADER, value);
@@ -245,7 +242,7 @@ impl Endpoint<'_> {
     }
 
     /// The caller's own open session, checked against the version header (400 on a mismatch).
-    async fn session(
+    pub(super) async fn session(
         &self,
         session_id: &str,
         header: Option<Version>,
@@ -299,15 +296,19 @@ impl Endpoint<'_> {
                 ),
             ));
         }
+        let legacy = data
+            .and_then(|d| d.get("transport"))
+            .is_some_and(|t| t == "legacy-sse");
         Ok(Session {
             id: record.session_id,
             version,
             initialized: record.state != SessionState::New,
+            legacy,
         })
     }
 
     /// One message of a session: a reply for a request, nothing for a notification or response.
-    async fn one(&self, session: &Session, message: Message) -> Option<Value> {
+    pub(super) async fn one(&self, session: &Session, message: Message) -> Option<Value> {
         match message {
             Message::Request { id, method, params } => {
                 Some(self.request(session, &id, &method, &params).await)
@@ -444,7 +445,8 @@ impl Endpoint<'_> {
             return refuse("a batch cannot open a session");
         };
         let session = match self.session(session_id, header).await {
-            Ok(session) => session,
+            Ok(session) if !session.legacy => session,
+            Ok(_) => return session_not_found(),
             Err(response) => return response,
         };
         if session.version != Version::V2025_03_26 {
@@ -480,6 +482,20 @@ impl Endpoint<'_> {
     }
 }
 
+/// The `initialize` result at `version`: only what this server serves, in that version's terms.
+pub(super) fn init_result(version: Version) -> Value {
+    let mut server_info = json!({ "name": "aip", "version": env!("CARGO_PKG_VERSION") });
+    if version >= Version::V2025_06_18 {
+        server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
+    }
+    json!({
+        "protocolVersion": version.as_str(),
+        "capabilities": { "tools": { "listChanged": false } },
+        "serverInfo": server_info,
+        "instructions": "Tools are AIP capabilities; each call is a durable AIP action. A call awaiting approval or still running is reported as an error naming its action.",
+    })
+}
+
 /// A newer client's `server/discover` probe: the handshake era's answer, so it falls back to
 /// `initialize` (notes 1.1: 400 with -32022 and the supported versions; never 5xx).
 fn discover(id: &Value) -> Response {
@@ -510,13 +526,13 @@ fn header_version(headers: &HeaderMap) -> Result<Option<Version>, Response> {
 }
 
 /// The media type of `Content-Type`, lowercased, without parameters.
-fn media_type(headers: &HeaderMap) -> Option<String> {
+pub(super) fn media_type(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
     Some(value.split(';').next()?.trim().to_ascii_lowercase())
 }
 
 /// Whether `Accept` admits every one of `wanted` (a `*/*` or `type/*` range admits it too).
-fn accepts(headers: &HeaderMap, wanted: &[&str]) -> bool {
+pub(super) fn accepts(headers: &HeaderMap, wanted: &[&str]) -> bool {
     let ranges: Vec<String> = headers
         .get_all(header::ACCEPT)
         .iter()
@@ -533,7 +549,7 @@ fn accepts(headers: &HeaderMap, wanted: &[&str]) -> bool {
     })
 }
 
-fn session_not_found() -> Response {
+pub(super) fn session_not_found() -> Response {
     http_error(
         StatusCode::NOT_FOUND,
         rpc::SESSION_NOT_FOUND,
@@ -541,11 +557,11 @@ fn session_not_found() -> Response {
     )
 }
 
-fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
+pub(super) fn http_error(status: StatusCode, code: i64, message: &str) -> Response {
     http_json(status, rpc::error(&Value::Null, code, message, None))
 }
 
-fn http_json(status: StatusCode, body: Value) -> Response {
+pub(super) fn http_json(status: StatusCode, body: Value) -> Response {
     let mut response = (status, body.to_string()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
