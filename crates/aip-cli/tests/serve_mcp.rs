@@ -259,9 +259,30 @@ async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of
             && echo.get("outputSchema").is_none(),
         "{echo}"
     );
+    // The 23 facade tools come first; capability tools never use their aip_ namespace.
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names[..23].iter().all(|n| n.starts_with("aip_")),
+        "{names:?}"
+    );
+    assert!(
+        names[23..].iter().all(|n| !n.starts_with("aip_")),
+        "{names:?}"
+    );
     for t in tools.as_array().unwrap() {
         let name = t["name"].as_str().unwrap();
-        assert!(!name.starts_with("aip_") && name.len() <= 128, "{name}");
+        assert!(
+            name.len() <= 128
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)),
+            "{name}"
+        );
         assert_eq!(t["inputSchema"]["type"], "object");
     }
     let result = old.tool("demo_echo", json!({"hello": "old"})).await;
@@ -604,4 +625,204 @@ async fn the_legacy_sse_binding_speaks_only_2024_11_05_and_its_stream_is_its_ses
         .get(&format!("/aip/v1/sessions/{session}"))
         .await;
     assert_eq!(view["status"], "settled", "{view}");
+}
+
+/// The facade tool's structured answer (`{message_type, body}`), asserting it is not an error.
+async fn facade(mcp: &mut Mcp, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
+    let result = mcp.tool(tool, arguments).await;
+    assert_eq!(result["isError"], false, "{tool}: {result}");
+    result["structuredContent"].clone()
+}
+
+#[tokio::test]
+async fn facade_tools_are_the_native_messages_under_the_callers_own_authority() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut alice = Mcp::new(&server.base, Some(ALICE));
+    alice.open("2025-11-25").await;
+    let expected = [
+        "aip_capabilities",
+        "aip_call",
+        "aip_events",
+        "aip_action_status",
+        "aip_action_result",
+        "aip_action_list",
+        "aip_action_events",
+        "aip_action_cancel",
+        "aip_session_get",
+        "aip_session_list",
+        "aip_session_close",
+        "aip_session_resume",
+        "aip_approval_get",
+        "aip_approval_list",
+        "aip_approval_decide",
+        "aip_callback_delivery_get",
+        "aip_callback_delivery_list",
+        "aip_transaction_get",
+        "aip_receipt_get",
+        "aip_audit_events",
+        "aip_resource_list",
+        "aip_resource_read",
+        "aip_delegate",
+    ];
+    let listed = alice.call("tools/list", json!({})).await.body["result"]["tools"].clone();
+    for name in expected {
+        assert!(
+            listed.as_array().unwrap().iter().any(|t| t["name"] == name),
+            "{name}"
+        );
+    }
+
+    // aip_call is a native action; its status and receipts read back through the facade.
+    let called = facade(
+        &mut alice,
+        "aip_call",
+        json!({"capability_id": "cap:demo:echo", "input": {"n": 1}}),
+    )
+    .await;
+    assert_eq!(
+        called["message_type"], "aip.core.v1.action_result",
+        "{called}"
+    );
+    assert_eq!(called["body"]["action_result"]["output"], json!({"n": 1}));
+    let action_id = called["body"]["action_result"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let status = facade(
+        &mut alice,
+        "aip.action_status",
+        json!({"action_id": action_id}),
+    )
+    .await;
+    assert_eq!(status["body"]["action_status"]["state"], "completed");
+    let chain = facade(
+        &mut alice,
+        "aip_receipt_get",
+        json!({"chain_id": action_id}),
+    )
+    .await;
+    assert_eq!(
+        chain["message_type"], "aip.audit.v1.receipt_chain",
+        "{chain}"
+    );
+    let caps = facade(
+        &mut alice,
+        "aip_capabilities",
+        json!({"query": "echo", "include_schemas": false}),
+    )
+    .await;
+    let manifest = &caps["body"]["manifest"];
+    assert_eq!(manifest["total"], 1, "{caps}");
+    assert_eq!(manifest["capabilities"][0]["mcp_tool_name"], "demo_echo");
+    assert!(manifest["capabilities"][0].get("input_schema").is_none());
+
+    // Async through the facade, then cancelled through it.
+    let queued = facade(
+        &mut alice,
+        "aip_call",
+        json!({"capability_id": "cap:demo:sleep", "input": {"ms": 30000}, "mode": "async"}),
+    )
+    .await;
+    assert_eq!(queued["message_type"], "aip.core.v1.ack", "{queued}");
+    let sleeping = queued["body"]["ack"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    facade(
+        &mut alice,
+        "aip_action_cancel",
+        json!({"action_id": sleeping, "reason": "test"}),
+    )
+    .await;
+    let view = server.client(ALICE).wait_terminal(&sleeping).await;
+    assert_eq!(view["state"], "cancelled");
+
+    // Arguments never override the authenticated principal.
+    let spoof = alice
+        .call("tools/call", json!({"name": "aip_approval_decide", "arguments": {"approval_id": "appr_x", "decision": "approve", "approver_principal": "bob"}}))
+        .await;
+    assert_eq!(spoof.body["error"]["code"], -32003, "{}", spoof.body);
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.open("2025-11-25").await;
+    let others = facade(
+        &mut bob,
+        "aip_action_list",
+        json!({"principal_id": "alice"}),
+    )
+    .await;
+    assert_eq!(
+        others["body"]["action_list"]["actions"],
+        json!([]),
+        "{others}"
+    );
+    let foreign = bob
+        .tool("aip_action_status", json!({"action_id": action_id}))
+        .await;
+    assert_eq!(foreign["isError"], true, "{foreign}");
+    // At 2024-11-05 a facade error carries its native answer in the text.
+    let mut old = Mcp::new(&server.base, Some(BOB));
+    old.open("2024-11-05").await;
+    let foreign_old = old
+        .tool("aip_action_status", json!({"action_id": action_id}))
+        .await;
+    assert_eq!(foreign_old["isError"], true);
+    assert!(foreign_old.get("structuredContent").is_none());
+    assert!(
+        foreign_old["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("aip.core.v1.error"),
+        "{foreign_old}"
+    );
+    // Unknown arguments are refused, not ignored.
+    let unknown = alice
+        .call(
+            "tools/call",
+            json!({"name": "aip_action_status", "arguments": {"action_id": "a", "wait": 1}}),
+        )
+        .await;
+    assert_eq!(unknown.body["error"]["code"], -32602);
+
+    // An approval decided through the facade by an approver releases alice's transfer.
+    let pending = alice
+        .tool(
+            "demo_transfer",
+            json!({"amount_minor": 900, "to": "acct-1"}),
+        )
+        .await;
+    let approval = pending["structuredContent"]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let transfer = pending["structuredContent"]["action_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let approver_token = std::fs::read_to_string(dir.path().join("data/approver-1.token")).unwrap();
+    let mut approver = Mcp::new(&server.base, Some(approver_token.trim()));
+    approver.open("2025-06-18").await;
+    let decided = facade(
+        &mut approver,
+        "aip_approval_decide",
+        json!({"approval_id": approval, "decision": "approve", "reason": "ok"}),
+    )
+    .await;
+    assert!(
+        decided["message_type"]
+            .as_str()
+            .unwrap()
+            .starts_with("aip.policy."),
+        "{decided}"
+    );
+    let done = facade(
+        &mut alice,
+        "aip_action_result",
+        json!({"action_id": transfer, "wait_ms": 10000}),
+    )
+    .await;
+    assert_eq!(
+        done["body"]["action_result"]["status"], "completed",
+        "{done}"
+    );
 }

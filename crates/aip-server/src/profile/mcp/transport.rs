@@ -342,13 +342,45 @@ impl Endpoint<'_> {
         match method {
             "tools/list" => self.tools_list(session, id, params),
             "tools/call" => {
-                let call = Call {
-                    caller: self.caller,
-                    session_id: &session.id,
-                    version: session.version,
-                    request_id: id,
+                let facade = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .and_then(super::facade::find);
+                let outcome = match facade {
+                    Some(f) => {
+                        let args = match params.get("arguments") {
+                            None | Some(Value::Null) => Map::new(),
+                            Some(Value::Object(args)) => args.clone(),
+                            Some(_) => {
+                                return rpc::error(
+                                    id,
+                                    rpc::INVALID_PARAMS,
+                                    "arguments must be an object",
+                                    None,
+                                );
+                            }
+                        };
+                        super::facade::call(
+                            &self.app.runtime,
+                            &self.mcp.tools,
+                            f,
+                            self.caller,
+                            session.version,
+                            args,
+                        )
+                        .await
+                    }
+                    None => {
+                        let call = Call {
+                            caller: self.caller,
+                            session_id: &session.id,
+                            version: session.version,
+                            request_id: id,
+                        };
+                        tools::call(&self.app.runtime, self.mcp, call, params).await
+                    }
                 };
-                match tools::call(&self.app.runtime, self.mcp, call, params).await {
+                match outcome {
                     Ok(result) => rpc::result(id, result),
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
@@ -378,16 +410,16 @@ impl Endpoint<'_> {
             );
         }
         let manifest = self.app.runtime.manifest(self.caller, None, &[]);
-        let tools: Vec<Value> = manifest
-            .capabilities
+        let facade = super::facade::FACADE
             .iter()
-            .filter_map(|c| {
-                self.mcp
-                    .tools
-                    .name_of(&c.id)
-                    .map(|name| tools::describe(c, name, session.version))
-            })
-            .collect();
+            .map(|f| super::facade::describe(f, session.version));
+        let capabilities = manifest.capabilities.iter().filter_map(|c| {
+            self.mcp
+                .tools
+                .name_of(&c.id)
+                .map(|name| tools::describe(c, name, session.version))
+        });
+        let tools: Vec<Value> = facade.chain(capabilities).collect();
         rpc::result(id, json!({ "tools": tools }))
     }
 
