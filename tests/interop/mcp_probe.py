@@ -57,6 +57,7 @@ async def probe(url: str, token: str, mode: str) -> dict:
             out["transfer"] = {
                 "is_error": transfer.is_error,
                 "structured": transfer.structured_content,
+                "facts": meta_of(transfer),
                 "texts": texts(transfer),
             }
             keyed = []

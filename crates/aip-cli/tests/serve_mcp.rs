@@ -400,8 +400,13 @@ async fn an_approval_gated_call_is_an_error_naming_its_approval_and_never_a_succ
         )
         .await;
     assert_eq!(result["isError"], true, "{result}");
-    assert_eq!(result["structuredContent"]["status"], "pending_approval");
-    let approval = result["structuredContent"]["approval_id"].as_str().unwrap();
+    // The facts ride in _meta, never as structuredContent (which clients check against the
+    // tool's output schema).
+    assert!(result.get("structuredContent").is_none(), "{result}");
+    assert_eq!(result["_meta"]["dev.aip/aip"]["status"], "pending_approval");
+    let approval = result["_meta"]["dev.aip/aip"]["approval_id"]
+        .as_str()
+        .unwrap();
     let (status, view) = server
         .admin()
         .get(&format!("/aip/v1/approvals/{approval}"))
@@ -457,7 +462,7 @@ async fn cancelled_notifications_cancel_the_call_and_delete_leaves_admitted_work
         .unwrap();
     let result = &answered.body["result"];
     assert_eq!(result["isError"], true, "{}", answered.body);
-    assert_eq!(result["structuredContent"]["status"], "cancelled");
+    assert_eq!(result["_meta"]["dev.aip/aip"]["status"], "cancelled");
 
     // DELETE while a call runs: the session ends, the action completes.
     let mut caller = Mcp::new(&server.base, Some(ALICE));
@@ -791,11 +796,11 @@ async fn facade_tools_are_the_native_messages_under_the_callers_own_authority() 
             json!({"amount_minor": 900, "to": "acct-1"}),
         )
         .await;
-    let approval = pending["structuredContent"]["approval_id"]
+    let approval = pending["_meta"]["dev.aip/aip"]["approval_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let transfer = pending["structuredContent"]["action_id"]
+    let transfer = pending["_meta"]["dev.aip/aip"]["action_id"]
         .as_str()
         .unwrap()
         .to_owned();

@@ -1,5 +1,7 @@
-//! The MCP profile against the official MCP Python SDK (`mcp==2.3.0`, pinned in `.ci/run`) driving
-//! the real binary through `tests/interop/mcp_probe.py`: the SDK's auto mode (its `server/discover`
+//! The MCP profile against the official SDK clients driving the real binary: the Python SDK
+//! (`mcp==2.3.0`, `tests/interop/mcp_probe.py`) and the TypeScript SDKs
+//! (`@modelcontextprotocol/client@2.4.0` and `@modelcontextprotocol/sdk@1.32.2`,
+//! `tests/interop/mcp_probe.cjs`), all pinned in `.ci/run`. The Python SDK's the SDK's auto mode (its `server/discover`
 //! probe, then the fallback to `initialize`) and its legacy mode both negotiate 2025-11-25 over
 //! Streamable HTTP (its SSE client gets 2024-11-05 over the legacy binding), list the
 //! tools, call one, see an approval-gated call as an error naming its approval, repeat a keyed call
@@ -115,7 +117,8 @@ async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streama
         } else {
             assert_eq!(seen["echo_title"], "Echo");
             assert_eq!(seen["echo"]["structured"], json!({"hello": "sdk"}));
-            let structured = &seen["transfer"]["structured"];
+            assert_eq!(seen["transfer"]["structured"], Value::Null);
+            let structured = &seen["transfer"]["facts"];
             assert_eq!(structured["status"], "pending_approval");
             assert!(
                 structured["approval_id"]
@@ -144,6 +147,143 @@ async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streama
         .await;
     let sleeps = list["actions"].as_array().unwrap();
     assert_eq!(sleeps.len(), 3, "{list}");
+    for a in sleeps {
+        let view = server
+            .client(ALICE)
+            .wait_terminal(a["action_id"].as_str().unwrap())
+            .await;
+        assert_eq!(view["state"], "cancelled", "{view}");
+    }
+}
+
+/// `node` and the two TypeScript SDK clients at their pinned versions, or why not.
+fn typescript_clients() -> Result<PathBuf, String> {
+    let modules = workspace().join("target/interop-node/node_modules");
+    for (package, version) in [
+        ("@modelcontextprotocol/client", "2.4.0"),
+        ("@modelcontextprotocol/sdk", "1.32.2"),
+    ] {
+        let manifest = modules.join(package).join("package.json");
+        let found = std::fs::read_to_string(&manifest)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["version"].as_str().map(str::to_owned));
+        if found.as_deref() != Some(version) {
+            return Err(format!(
+                "{package}@{version} is not installed in {}; .ci/run installs it",
+                modules.display()
+            ));
+        }
+    }
+    match Command::new("node").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(modules),
+        _ => Err("node is not on PATH".into()),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_typescript_sdks_negotiate_list_call_and_abort_over_streamable_http_and_legacy_sse()
+ {
+    let modules = match typescript_clients() {
+        Ok(m) => m,
+        Err(why) => {
+            support::skip_or_fail(&format!("MCP TypeScript SDK interop test: {why}"));
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let alice = token_file(dir.path(), "alice.token", ALICE);
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let probe = workspace().join("tests/interop/mcp_probe.cjs");
+    let runs = [
+        ("v2", "streamable", ""),
+        ("v2", "streamable", "auto"),
+        ("v1", "streamable", ""),
+        ("v2", "sse", ""),
+        ("v1", "sse", ""),
+    ];
+    for (sdk, transport, auto) in runs {
+        let path = if transport == "sse" {
+            "mcp/legacy/sse"
+        } else {
+            "mcp"
+        };
+        let url = format!("http://{}/{path}", server.base);
+        let (probe, modules) = (probe.clone(), modules.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new("node")
+                .arg(probe)
+                .arg(modules)
+                .args([url.as_str(), ALICE, sdk, transport, auto])
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let run = format!("{sdk} {transport} {auto}");
+        assert!(
+            out.status.success(),
+            "{run}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let legacy = transport == "sse";
+        let version = if legacy { "2024-11-05" } else { "2025-11-25" };
+        match seen["protocol_version"].as_str() {
+            Some(v) => assert_eq!(v, version, "{run}: {seen}"),
+            // TS v1 does not expose the negotiated version of an SSE connection.
+            None => assert!(sdk == "v1" && legacy, "{run}: {seen}"),
+        }
+        assert_eq!(seen["server_name"], "aip", "{run}");
+        let tools: Vec<&str> = seen["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        for t in [
+            "aip_call",
+            "aip_action_status",
+            "demo_echo",
+            "demo_transfer",
+        ] {
+            assert!(tools.contains(&t), "{run}: {tools:?}");
+        }
+        assert_eq!(seen["echo"]["is_error"], false, "{run}: {seen}");
+        if !legacy {
+            assert_eq!(seen["echo"]["structured"], json!({"hello": "ts"}), "{run}");
+        }
+        assert_eq!(seen["transfer"]["is_error"], true, "{run}: {seen}");
+        assert!(
+            seen["transfer"]["texts"][0]
+                .as_str()
+                .unwrap()
+                .contains("awaits approval appr_"),
+            "{run}: {seen}"
+        );
+        let keyed = seen["keyed"].as_array().unwrap();
+        assert_eq!(keyed[0]["is_error"], false, "{run}: {seen}");
+        assert_eq!(keyed[0]["action_id"], keyed[1]["action_id"], "{run}");
+        assert_eq!(seen["cancel"], "aborted", "{run}");
+        assert_ne!(seen["wrong_token"], "connected", "{run}");
+    }
+    // Each aborted call cancelled its native action.
+    let (_, list) = server
+        .client(ALICE)
+        .get("/aip/v1/actions?capability_id=cap:demo:sleep")
+        .await;
+    let sleeps = list["actions"].as_array().unwrap();
+    assert_eq!(sleeps.len(), runs.len(), "{list}");
     for a in sleeps {
         let view = server
             .client(ALICE)

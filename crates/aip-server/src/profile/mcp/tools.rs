@@ -332,12 +332,10 @@ pub async fn call(
     match outcome {
         Ok(Finished::Result(result)) => Ok(project(&result, call.version)),
         Ok(Finished::Approval(approval_id)) => Ok(tool_error(
-            call.version,
             &format!("action {action_id} awaits approval {approval_id}; it has not run"),
             json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
         )),
         Ok(Finished::StillRunning) => Ok(tool_error(
-            call.version,
             &format!("action {action_id} is still running; its outcome is not known yet"),
             json!({ "action_id": action_id, "status": "running" }),
         )),
@@ -347,7 +345,6 @@ pub async fn call(
         Err(err) => {
             let error = err.to_protocol_error();
             Ok(tool_error(
-                call.version,
                 &format!("{}: {}", error.code.as_str(), error.message),
                 json!({ "action_id": action_id, "status": "rejected", "error": error }),
             ))
@@ -456,7 +453,6 @@ fn project(result: &ActionResult, version: Version) -> Value {
                 None => format!("action {action_id} {}", status.as_str()),
             };
             tool_error(
-                version,
                 &text,
                 json!({ "action_id": action_id, "status": status.as_str(), "error": error }),
             )
@@ -470,22 +466,15 @@ fn text_part(part: &MessagePart) -> Option<Value> {
     Some(json!({ "type": "text", "text": text }))
 }
 
-/// `isError: true` with the native facts (structured from 2025-06-18, else in the text).
-fn tool_error(version: Version, text: &str, facts: Value) -> Value {
-    if version >= Version::V2025_06_18 {
-        json!({
-            "content": [{ "type": "text", "text": text }],
-            "structuredContent": facts,
-            "isError": true,
-            "_meta": { META_KEY: facts },
-        })
-    } else {
-        json!({
-            "content": [{ "type": "text", "text": text }, { "type": "text", "text": facts.to_string() }],
-            "isError": true,
-            "_meta": { META_KEY: facts },
-        })
-    }
+/// `isError: true` with the native facts in `_meta` and as JSON text, never as
+/// `structuredContent`: clients check that against the tool's output schema, which describes
+/// success (the TypeScript SDK 1.x refuses the whole result otherwise).
+fn tool_error(text: &str, facts: Value) -> Value {
+    json!({
+        "content": [{ "type": "text", "text": text }, { "type": "text", "text": facts.to_string() }],
+        "isError": true,
+        "_meta": { META_KEY: facts },
+    })
 }
 
 #[cfg(test)]
