@@ -56,7 +56,12 @@ async fn initialize_negotiates_each_stable_version_and_answers_the_discovery_pro
         let result = mcp.initialize(version).await;
         assert_eq!(result["protocolVersion"], version);
         assert!(result["capabilities"]["tools"].is_object());
-        assert!(result["capabilities"].get("tasks").is_none(), "{result}");
+        // Tasks exist only at 2025-11-25.
+        assert_eq!(
+            result["capabilities"].get("tasks").is_some(),
+            version == "2025-11-25",
+            "{result}"
+        );
         let sid = mcp.session.clone().unwrap();
         assert!(
             sid.len() >= 32 && sid.bytes().all(|b| (0x21..=0x7e).contains(&b)),
@@ -198,7 +203,23 @@ async fn streamable_http_refuses_bad_headers_sizes_origins_and_batches_outside_2
         "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"x\":\"{}\"}}}}",
         "a".repeat(2 << 20)
     );
-    assert_eq!(mcp.post_raw(big).await.status, 413);
+    // The server may answer 413 and close before the whole body is written (a broken pipe on
+    // this side): try again until the answer is read.
+    let mut refused = None;
+    for _ in 0..5 {
+        let sent = mcp
+            .request(reqwest::Method::POST)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(big.clone())
+            .send()
+            .await;
+        if let Ok(response) = sent {
+            refused = Some(response.status().as_u16());
+            break;
+        }
+    }
+    assert_eq!(refused, Some(413));
     let garbage = mcp.post_raw("{not json".into()).await;
     assert_eq!(
         (garbage.status, garbage.body["error"]["code"].clone()),
@@ -308,7 +329,7 @@ async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of
     let sleep = find("demo_sleep");
     assert_eq!(sleep["title"], "Sleep");
     assert_eq!(sleep["annotations"]["readOnlyHint"], true);
-    assert_eq!(sleep["execution"]["taskSupport"], "forbidden");
+    assert_eq!(sleep["execution"]["taskSupport"], "optional");
     assert!(sleep["outputSchema"].is_object());
     let book = find("demo_book");
     assert_eq!(book["annotations"]["readOnlyHint"], false);
@@ -381,10 +402,6 @@ async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of
         .call("tools/call", json!({"name": "nope", "arguments": {}}))
         .await;
     assert_eq!(unknown.body["error"]["code"], -32602);
-    assert_eq!(
-        new.call("tasks/list", json!({})).await.body["error"]["code"],
-        -32601
-    );
 }
 
 #[tokio::test]
@@ -830,4 +847,124 @@ async fn facade_tools_are_the_native_messages_under_the_callers_own_authority() 
         done["body"]["action_result"]["status"], "completed",
         "{done}"
     );
+}
+
+#[tokio::test]
+async fn queued_capabilities_run_as_tasks_at_2025_11_25_only_and_tasks_are_their_callers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-11-25").await;
+    let tools = mcp.call("tools/list", json!({})).await.body["result"]["tools"].clone();
+    let support = |n: &str| {
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()["execution"]["taskSupport"]
+            .clone()
+    };
+    assert_eq!(support("demo_sleep"), "optional");
+    assert_eq!(support("demo_bookings"), "forbidden");
+
+    // A task runs as a queued native action named by the task id.
+    let created = mcp
+        .call(
+            "tools/call",
+            json!({"name": "demo_sleep", "arguments": {"ms": 300}, "task": {}}),
+        )
+        .await;
+    let task = created.body["result"]["task"].clone();
+    assert!(
+        ["working", "completed"].contains(&task["status"].as_str().unwrap()),
+        "{}",
+        created.body
+    );
+    assert!(task["createdAt"].is_string() && task["ttl"].is_null());
+    let task_id = task["taskId"].as_str().unwrap().to_owned();
+    let (status, _) = server
+        .client(ALICE)
+        .get(&format!("/aip/v1/actions/{task_id}"))
+        .await;
+    assert_eq!(status, 200);
+    let result = mcp
+        .call("tasks/result", json!({"taskId": task_id}))
+        .await
+        .body["result"]
+        .clone();
+    assert_eq!(
+        result["structuredContent"],
+        json!({"slept_ms": 300}),
+        "{result}"
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task_id.as_str()
+    );
+    let got = mcp.call("tasks/get", json!({"taskId": task_id})).await.body["result"].clone();
+    assert_eq!(got["status"], "completed");
+    let listed = mcp.call("tasks/list", json!({})).await.body["result"]["tasks"].clone();
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["taskId"] == task_id.as_str()),
+        "{listed}"
+    );
+    // A terminal task cannot be cancelled; a running one can.
+    let late = mcp.call("tasks/cancel", json!({"taskId": task_id})).await;
+    assert_eq!(late.body["error"]["code"], -32602);
+    let long = mcp
+        .call(
+            "tools/call",
+            json!({"name": "demo_sleep", "arguments": {"ms": 30000}, "task": {"ttl": 60000}}),
+        )
+        .await;
+    let long_id = long.body["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancelled = mcp.call("tasks/cancel", json!({"taskId": long_id})).await;
+    assert!(
+        cancelled.body["result"]["status"].is_string(),
+        "{}",
+        cancelled.body
+    );
+    let view = server.client(ALICE).wait_terminal(&long_id).await;
+    assert_eq!(view["state"], "cancelled");
+    // Another principal's task is unknown; a tool without queueing refuses tasks.
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.open("2025-11-25").await;
+    assert_eq!(
+        bob.call("tasks/get", json!({"taskId": task_id})).await.body["error"]["code"],
+        -32602
+    );
+    let listed = bob.call("tasks/list", json!({})).await.body["result"]["tasks"].clone();
+    assert_eq!(listed, json!([]));
+    let refused = mcp
+        .call(
+            "tools/call",
+            json!({"name": "demo_bookings", "arguments": {}, "task": {}}),
+        )
+        .await;
+    assert_eq!(refused.body["error"]["code"], -32602);
+    // Below 2025-11-25 tasks do not exist.
+    let mut older = Mcp::new(&server.base, Some(ALICE));
+    older.open("2025-06-18").await;
+    assert_eq!(
+        older
+            .call("tasks/get", json!({"taskId": task_id}))
+            .await
+            .body["error"]["code"],
+        -32601
+    );
+    let no_task = older
+        .call(
+            "tools/call",
+            json!({"name": "demo_sleep", "arguments": {"ms": 1}, "task": {}}),
+        )
+        .await;
+    assert_eq!(no_task.body["error"]["code"], -32602);
 }

@@ -67,8 +67,9 @@ impl ActionWaiters {
 }
 
 impl Runtime {
-    /// The action if `caller` may read it; otherwise `NotFound`, exactly as for a missing id.
-    pub(crate) async fn visible_action(
+    /// The stored action if `caller` may read it; otherwise `NotFound`, exactly as for a missing id
+    /// (profiles project it, e.g. as an MCP task).
+    pub async fn visible_action(
         &self,
         caller: &Caller,
         action_id: &str,

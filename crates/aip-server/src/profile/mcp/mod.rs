@@ -3,13 +3,14 @@
 //! An MCP session is a native session (durable, owned by the principal that opened it, visible to
 //! every node on the store); each callable capability is one tool; `tools/call` is a native action
 //! admitted exactly like one sent over HTTP. The legacy HTTP+SSE binding serves `2024-11-05` only.
-//! The `aip_*` facade tools carry native semantics MCP has no object for. What is not implemented
-//! yet (tasks, resources, prompts, progress over SSE) is not advertised and its methods are answered
-//! "method not found".
+//! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
+//! capabilities run as MCP tasks. What is not implemented yet (resources, prompts, progress over
+//! SSE) is not advertised and its methods are answered "method not found".
 
 mod facade;
 mod legacy;
 mod rpc;
+mod tasks;
 mod tools;
 mod transport;
 

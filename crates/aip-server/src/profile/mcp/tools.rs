@@ -172,8 +172,12 @@ pub fn describe(capability: &Capability, name: &str, version: Version) -> Value 
         tool.insert("annotations".into(), annotations);
     }
     if version >= Version::V2025_11_25 {
-        // Tasks are not served yet: a task-augmented call would not be honoured.
-        tool.insert("execution".into(), json!({ "taskSupport": "forbidden" }));
+        let support = if supports_tasks(capability) {
+            "optional"
+        } else {
+            "forbidden"
+        };
+        tool.insert("execution".into(), json!({ "taskSupport": support }));
     }
     Value::Object(tool)
 }
@@ -272,9 +276,11 @@ pub async fn call(
         Some(args @ Value::Object(_)) => args.clone(),
         Some(_) => return invalid("arguments must be an object"),
     };
-    if params.contains_key("task") {
-        return invalid("task-augmented calls are not supported by this server");
-    }
+    let as_task = match params.get("task") {
+        None => false,
+        Some(Value::Object(_)) if call.version >= Version::V2025_11_25 => true,
+        Some(_) => return invalid("task-augmented calls need MCP 2025-11-25 and a task object"),
+    };
     let key = match idempotency_key(params) {
         Ok(key) => key,
         Err(message) => return invalid(message),
@@ -286,6 +292,11 @@ pub async fn call(
     else {
         return invalid(&format!("unknown tool: {name}"));
     };
+    if as_task && !supports_tasks(&capability) {
+        return invalid(&format!(
+            "tool {name} does not support task-augmented calls"
+        ));
+    }
     let action_id = match &key {
         Some(key) => derive_id(&[
             &call.caller.tenant,
@@ -300,7 +311,11 @@ pub async fn call(
         id: ActionId::new(action_id.clone()),
         capability_id: capability_id.clone(),
         input: arguments,
-        mode: Some(mode_for(&capability)),
+        mode: Some(if as_task {
+            ActionMode::Async
+        } else {
+            mode_for(&capability)
+        }),
         idempotency_key: key,
         timeout_ms: None,
         conversation: None,
@@ -325,6 +340,9 @@ pub async fn call(
         idempotency_key: None,
         delegation: None,
     };
+    if as_task {
+        return create_task(runtime, call.caller, request).await;
+    }
     let flight = (call.session_id.to_owned(), call.request_id.to_string());
     state.calls.insert(flight.clone(), action_id.clone());
     let outcome = run(runtime, state, call.caller, request, &action_id).await;
@@ -349,6 +367,58 @@ pub async fn call(
                 json!({ "action_id": action_id, "status": "rejected", "error": error }),
             ))
         }
+    }
+}
+
+/// Whether a capability may run as an MCP task (it can be queued).
+pub fn supports_tasks(capability: &Capability) -> bool {
+    capability
+        .contract
+        .as_ref()
+        .is_some_and(|c| c.execution.supports_async)
+}
+
+/// Admits a task-augmented call as a queued action and answers its `CreateTaskResult`; a refusal
+/// is a JSON-RPC error carrying the native error (a task result has no error form).
+async fn create_task(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    request: ActionRequest,
+) -> CallOutcome {
+    let action_id = request.action.id.as_str().to_owned();
+    if let Err(err) = runtime.submit_action(caller, request).await {
+        let error = err.to_protocol_error();
+        return Err((
+            super::rpc::INVALID_PARAMS,
+            format!("{}: {}", error.code, error.message),
+        ));
+    }
+    let record = runtime
+        .visible_action(caller, &action_id)
+        .await
+        .map_err(|e| (super::rpc::INTERNAL_ERROR, e.to_string()))?;
+    Ok(json!({ "task": super::tasks::task(&record), "_meta": super::tasks::related(&action_id) }))
+}
+
+/// The `CallToolResult` of an admitted action once it is terminal (bounded wait), for `tasks/result`.
+pub async fn outcome(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    caller: &Caller,
+    action_id: &str,
+    version: Version,
+) -> CallOutcome {
+    match wait(runtime, state, caller, action_id).await {
+        Ok(Finished::Result(result)) => Ok(project(&result, version)),
+        Ok(Finished::Approval(approval_id)) => Ok(tool_error(
+            &format!("action {action_id} awaits approval {approval_id}; it has not run"),
+            json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
+        )),
+        Ok(Finished::StillRunning) => Ok(tool_error(
+            &format!("action {action_id} is still running; its outcome is not known yet"),
+            json!({ "action_id": action_id, "status": "running" }),
+        )),
+        Err(err) => Err((super::rpc::INTERNAL_ERROR, err.to_string())),
     }
 }
 

@@ -385,6 +385,30 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
+                if session.version >= Version::V2025_11_25 =>
+            {
+                let runtime = &self.app.runtime;
+                let outcome = match method {
+                    "tasks/get" => super::tasks::get(runtime, self.caller, params).await,
+                    "tasks/cancel" => super::tasks::cancel(runtime, self.caller, params).await,
+                    "tasks/list" => super::tasks::list(runtime, self.caller, params).await,
+                    _ => {
+                        super::tasks::result(
+                            runtime,
+                            self.mcp,
+                            self.caller,
+                            session.version,
+                            params,
+                        )
+                        .await
+                    }
+                };
+                match outcome {
+                    Ok(result) => rpc::result(id, result),
+                    Err((code, message)) => rpc::error(id, code, &message, None),
+                }
+            }
             "initialize" => rpc::error(
                 id,
                 rpc::INVALID_REQUEST,
@@ -520,9 +544,14 @@ pub(super) fn init_result(version: Version) -> Value {
     if version >= Version::V2025_06_18 {
         server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
     }
+    let mut capabilities = json!({ "tools": { "listChanged": false } });
+    if version >= Version::V2025_11_25 {
+        capabilities["tasks"] =
+            json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });
+    }
     json!({
         "protocolVersion": version.as_str(),
-        "capabilities": { "tools": { "listChanged": false } },
+        "capabilities": capabilities,
         "serverInfo": server_info,
         "instructions": "Tools are AIP capabilities; each call is a durable AIP action. A call awaiting approval or still running is reported as an error naming its action.",
     })
