@@ -70,6 +70,12 @@ async function probe() {
     });
     out.keyed.push({ is_error: !!r.isError, action_id: metaOf(r).action_id });
   }
+  const steps = [];
+  const onprogress = (p) => steps.push(p.progress);
+  const counted = sdk === 'v1'
+    ? await client.callTool({ name: 'demo_count', arguments: { n: 5, interval_ms: 5 } }, undefined, { onprogress })
+    : await client.callTool({ name: 'demo_count', arguments: { n: 5, interval_ms: 5 } }, { onprogress });
+  out.progress = { is_error: !!counted.isError, steps };
   const abort = new AbortController();
   setTimeout(() => abort.abort('probe cancels'), 1000);
   try {

@@ -69,6 +69,14 @@ async def probe(url: str, token: str, mode: str) -> dict:
                 )
                 keyed.append({"is_error": r.is_error, "action_id": meta_of(r).get("action_id"), "structured": r.structured_content})
             out["keyed"] = keyed
+            # Progress: a streaming capability's chunks arrive as notifications/progress.
+            seen_progress = []
+
+            async def on_progress(progress, total, message):
+                seen_progress.append(progress)
+
+            counted = await c.call_tool("demo_count", {"n": 5, "interval_ms": 5}, progress_callback=on_progress)
+            out["progress"] = {"is_error": counted.is_error, "steps": seen_progress, "meta": meta_of(counted)}
             # Cancel from the client: the SDK sends notifications/cancelled for the request.
             with anyio.move_on_after(1.0):
                 await c.call_tool("demo_sleep", {"ms": 30000})

@@ -968,3 +968,73 @@ async fn queued_capabilities_run_as_tasks_at_2025_11_25_only_and_tasks_are_their
         .await;
     assert_eq!(no_task.body["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_call_asking_for_progress_is_answered_as_a_stream_of_progress_then_its_response() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-06-18").await;
+    let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "demo_count", "arguments": {"n": 3, "interval_ms": 5}, "_meta": {"progressToken": "tok-1"}}});
+    let response = mcp
+        .request(reqwest::Method::POST)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let events = support::SseReader::new(response).rest().await;
+    let (last, progress) = events.split_last().unwrap();
+    assert!(progress.len() >= 3, "{events:?}");
+    let mut previous = 0;
+    for event in progress {
+        assert_eq!(event.data["method"], "notifications/progress");
+        assert_eq!(event.data["params"]["progressToken"], "tok-1");
+        let step = event.data["params"]["progress"].as_u64().unwrap();
+        assert!(step > previous, "progress must increase: {events:?}");
+        previous = step;
+    }
+    assert_eq!(last.data["id"], 9);
+    assert_eq!(
+        last.data["result"]["structuredContent"],
+        json!({"count": 3})
+    );
+
+    // A reader that goes away stops the notifications, not the action.
+    let long = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "demo_count", "arguments": {"n": 20, "interval_ms": 50}, "_meta": {"progressToken": 7}}});
+    let response = mcp
+        .request(reqwest::Method::POST)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(long.to_string())
+        .send()
+        .await
+        .unwrap();
+    let mut reader = support::SseReader::new(response);
+    let first = reader.next().await.unwrap();
+    assert_eq!(first.data["params"]["progressToken"], 7);
+    drop(reader);
+    let (_, list) = server
+        .client(ALICE)
+        .get("/aip/v1/actions?capability_id=cap:demo:count")
+        .await;
+    let actions = list["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 2, "{list}");
+    for a in actions {
+        let view = server
+            .client(ALICE)
+            .wait_terminal(a["action_id"].as_str().unwrap())
+            .await;
+        assert_eq!(view["state"], "completed", "{view}");
+    }
+}

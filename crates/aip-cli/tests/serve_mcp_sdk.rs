@@ -130,6 +130,10 @@ async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streama
         let keyed = seen["keyed"].as_array().unwrap();
         assert_eq!(keyed[0]["is_error"], false, "{seen}");
         assert_eq!(keyed[1]["is_error"], false, "{seen}");
+        // demo_count streams 5 data chunks and a progress chunk: each one a progress notification.
+        assert_eq!(seen["progress"]["is_error"], false, "{seen}");
+        let steps = seen["progress"]["steps"].as_array().unwrap();
+        assert!(steps.len() >= 5, "{mode} {transport}: {seen}");
         assert_eq!(keyed[0]["action_id"], keyed[1]["action_id"]);
         assert_ne!(seen["wrong_token"], "connected");
         // The echo call is alice's native action.
@@ -274,6 +278,9 @@ async fn the_official_typescript_sdks_negotiate_list_call_and_abort_over_streama
         let keyed = seen["keyed"].as_array().unwrap();
         assert_eq!(keyed[0]["is_error"], false, "{run}: {seen}");
         assert_eq!(keyed[0]["action_id"], keyed[1]["action_id"], "{run}");
+        assert_eq!(seen["progress"]["is_error"], false, "{run}: {seen}");
+        let steps = seen["progress"]["steps"].as_array().unwrap();
+        assert!(steps.len() >= 5, "{run}: {seen}");
         assert_eq!(seen["cancel"], "aborted", "{run}");
         assert_ne!(seen["wrong_token"], "connected", "{run}");
     }

@@ -250,8 +250,13 @@ pub async fn message(
                 rpc::result(&id, init_result(Version::V2024_11_05))
             }
         } else {
+            // Progress notifications of a tool call travel on the same stream, before its reply.
             endpoint
-                .one(&session, Message::Request { id, method, params })
+                .one_with_progress(
+                    &session,
+                    Message::Request { id, method, params },
+                    Some(stream.clone()),
+                )
                 .await
                 .unwrap_or(Value::Null)
         };

@@ -18,6 +18,8 @@ use super::{IDEMPOTENCY_META, META_KEY, PROFILE, Version};
 const MAX_TOOL_NAME: usize = 128;
 /// Names starting with this are the facade's (native semantics as tools).
 const RESERVED_PREFIX: &str = "aip_";
+/// Longest `message` of a progress notification (a chunk's data as JSON, cut at this many bytes).
+const MAX_PROGRESS_MESSAGE: usize = 1024;
 /// Longest idempotency key a tool call may carry in `_meta`.
 const MAX_KEY_LEN: usize = 256;
 
@@ -247,7 +249,13 @@ pub struct Call<'a> {
     pub version: Version,
     /// The JSON-RPC request id.
     pub request_id: &'a Value,
+    /// Where `notifications/progress` go, when the call asked for them.
+    pub progress: Option<Progress>,
 }
+
+/// The outgoing channel of a call's progress notifications (a response stream, or a legacy
+/// session's stream).
+pub type Progress = tokio::sync::mpsc::Sender<Value>;
 
 /// Answer of a `tools/call`: a `CallToolResult`, or a JSON-RPC error (code, message).
 pub type CallOutcome = Result<Value, (i64, String)>;
@@ -307,14 +315,20 @@ pub async fn call(
         None => derive_id(&[call.session_id, &call.request_id.to_string()]),
     };
     let keyed = key.is_some();
+    let token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
+        .cloned();
+    let progress = call.progress.clone().zip(token);
     let action = Action {
         id: ActionId::new(action_id.clone()),
         capability_id: capability_id.clone(),
         input: arguments,
-        mode: Some(if as_task {
-            ActionMode::Async
-        } else {
-            mode_for(&capability)
+        mode: Some(match (as_task, &progress) {
+            (true, _) => ActionMode::Async,
+            (false, Some(_)) if supports_streaming(&capability) => ActionMode::Streaming,
+            _ => mode_for(&capability),
         }),
         idempotency_key: key,
         timeout_ms: None,
@@ -345,7 +359,15 @@ pub async fn call(
     }
     let flight = (call.session_id.to_owned(), call.request_id.to_string());
     state.calls.insert(flight.clone(), action_id.clone());
-    let outcome = run(runtime, state, call.caller, request, &action_id).await;
+    let outcome = run(
+        runtime,
+        state,
+        call.caller,
+        request,
+        &action_id,
+        progress.as_ref(),
+    )
+    .await;
     state.calls.remove(&flight);
     match outcome {
         Ok(Finished::Result(result)) => Ok(project(&result, call.version)),
@@ -368,6 +390,14 @@ pub async fn call(
             ))
         }
     }
+}
+
+/// Whether a capability streams chunks (a call asking for progress then runs as a stream).
+fn supports_streaming(capability: &Capability) -> bool {
+    capability
+        .contract
+        .as_ref()
+        .is_some_and(|c| c.execution.supports_streaming)
 }
 
 /// Whether a capability may run as an MCP task (it can be queued).
@@ -467,12 +497,64 @@ async fn run(
     caller: &Caller,
     request: ActionRequest,
     action_id: &str,
+    progress: Option<&(Progress, Value)>,
 ) -> Result<Finished, RuntimeError> {
     match runtime.submit_action(caller, request).await? {
         Submitted::Result { result, .. } => Ok(Finished::Result(result)),
         Submitted::AwaitingApproval { approval_id, .. } => Ok(Finished::Approval(approval_id)),
-        Submitted::Ack(_) => wait(runtime, state, caller, action_id).await,
+        Submitted::Ack(_) => match progress {
+            Some((sink, token)) => follow(runtime, state, caller, action_id, sink, token).await,
+            None => wait(runtime, state, caller, action_id).await,
+        },
         _ => Ok(Finished::StillRunning),
+    }
+}
+
+/// Waits for a queued action's outcome, sending one `notifications/progress` per stream chunk.
+/// A reader gone away stops the notifications, never the action.
+async fn follow(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    caller: &Caller,
+    action_id: &str,
+    sink: &Progress,
+    token: &Value,
+) -> Result<Finished, RuntimeError> {
+    let started = std::time::Instant::now();
+    let idle = std::time::Duration::from_millis(runtime.max_wait_ms().max(1));
+    let mut follower = runtime.follow_action(caller, action_id, 0, idle).await?;
+    loop {
+        if started.elapsed().as_millis() as u64 >= state.max_call_wait_ms {
+            return Ok(Finished::StillRunning);
+        }
+        match follower.next().await? {
+            Some(aip_runtime::StreamItem::Chunk(chunk)) => {
+                let mut message = chunk
+                    .data
+                    .as_ref()
+                    .map(Value::to_string)
+                    .unwrap_or_default();
+                if message.len() > MAX_PROGRESS_MESSAGE {
+                    let mut end = MAX_PROGRESS_MESSAGE;
+                    while !message.is_char_boundary(end) {
+                        end -= 1;
+                    }
+                    message.truncate(end);
+                }
+                let note = json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": {
+                    "progressToken": token, "progress": chunk.sequence, "message": message } });
+                if sink.is_closed() {
+                    return wait(runtime, state, caller, action_id).await;
+                }
+                let _ = sink.send(note).await;
+            }
+            Some(aip_runtime::StreamItem::Result(result)) => {
+                return Ok(Finished::Result(result));
+            }
+            Some(aip_runtime::StreamItem::Idle) => {}
+            Some(_) => {}
+            None => return wait(runtime, state, caller, action_id).await,
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::rpc::{self, Message};
-use super::tools::{self, Call};
+use super::tools::{self, Call, Progress};
 use super::{McpState, Version};
 use crate::http::AppState;
 
@@ -27,6 +27,8 @@ const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
 /// Most messages in one batch (2025-03-26 only).
 const MAX_BATCH: usize = 64;
+/// Progress notifications queued for one response stream before the call waits for the reader.
+const PROGRESS_QUEUE: usize = 64;
 /// Longest client name or version kept from `clientInfo`.
 const MAX_CLIENT_INFO: usize = 128;
 
@@ -120,6 +122,15 @@ pub async fn post(
                 Ok(_) => return session_not_found(),
                 Err(response) => return response,
             };
+            if wants_progress(&message) {
+                return progress_stream(
+                    app.clone(),
+                    Arc::clone(&mcp),
+                    caller.clone(),
+                    session,
+                    message,
+                );
+            }
             match endpoint.one(&session, message).await {
                 Some(reply) => http_json(StatusCode::OK, reply),
                 None => StatusCode::ACCEPTED.into_response(),
@@ -309,9 +320,20 @@ impl Endpoint<'_> {
 
     /// One message of a session: a reply for a request, nothing for a notification or response.
     pub(super) async fn one(&self, session: &Session, message: Message) -> Option<Value> {
+        self.one_with_progress(session, message, None).await
+    }
+
+    /// [`Endpoint::one`], sending a tool call's `notifications/progress` to `progress` when the
+    /// call asked for them (`_meta.progressToken`).
+    pub(super) async fn one_with_progress(
+        &self,
+        session: &Session,
+        message: Message,
+        progress: Option<Progress>,
+    ) -> Option<Value> {
         match message {
             Message::Request { id, method, params } => {
-                Some(self.request(session, &id, &method, &params).await)
+                Some(self.request(session, &id, &method, &params, progress).await)
             }
             Message::Notification { method, params } => {
                 self.notification(session, &method, &params).await;
@@ -327,6 +349,7 @@ impl Endpoint<'_> {
         id: &Value,
         method: &str,
         params: &Map<String, Value>,
+        progress: Option<Progress>,
     ) -> Value {
         if method == "ping" {
             return rpc::result(id, json!({}));
@@ -376,6 +399,7 @@ impl Endpoint<'_> {
                             session_id: &session.id,
                             version: session.version,
                             request_id: id,
+                            progress,
                         };
                         tools::call(&self.app.runtime, self.mcp, call, params).await
                     }
@@ -555,6 +579,49 @@ pub(super) fn init_result(version: Version) -> Value {
         "serverInfo": server_info,
         "instructions": "Tools are AIP capabilities; each call is a durable AIP action. A call awaiting approval or still running is reported as an error naming its action.",
     })
+}
+
+/// A `tools/call` asking for progress (`_meta.progressToken`).
+fn wants_progress(message: &Message) -> bool {
+    matches!(message, Message::Request { method, params, .. }
+        if method == "tools/call"
+            && params.get("_meta").and_then(|m| m.get("progressToken")).is_some())
+}
+
+/// Answers a request as an SSE stream (Streamable HTTP): its `notifications/progress`, then its
+/// response, then the end of the stream. Losing the connection does not cancel the action.
+fn progress_stream(
+    app: AppState,
+    mcp: Arc<McpState>,
+    caller: Caller,
+    session: Session,
+    message: Message,
+) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(PROGRESS_QUEUE);
+    let heartbeat = app.streaming.heartbeat;
+    tokio::spawn(async move {
+        let endpoint = Endpoint {
+            app: &app,
+            mcp: &mcp,
+            caller: &caller,
+        };
+        let reply = endpoint
+            .one_with_progress(&session, message, Some(tx.clone()))
+            .await;
+        if let Some(reply) = reply {
+            let _ = tx.send(reply).await;
+        }
+    });
+    let events = futures_util::stream::unfold(rx, |mut rx| async move {
+        let message = rx.recv().await?;
+        let event = axum::response::sse::Event::default()
+            .event("message")
+            .data(message.to_string());
+        Some((Ok::<_, std::convert::Infallible>(event), rx))
+    });
+    axum::response::sse::Sse::new(events)
+        .keep_alive(axum::response::sse::KeepAlive::new().interval(heartbeat))
+        .into_response()
 }
 
 /// A newer client's `server/discover` probe: the handshake era's answer, so it falls back to
