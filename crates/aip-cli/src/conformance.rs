@@ -139,7 +139,7 @@ pub const CLASSES: &[Class] = &[
         name: "MCP compatibility",
         claimed: false,
         evidence: &[
-            "not claimed: /mcp serves tools over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks and progress (test binaries serve_mcp and serve_mcp_sdk); OAuth, resources, prompts and the MCP conformance suite are missing (issue 18)",
+            "not claimed: /mcp serves tools over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks, progress and OAuth (test binaries serve_mcp, serve_mcp_sdk, serve_mcp_oauth); resources, prompts and the MCP conformance suite are missing (issue 18)",
         ],
     },
     Class {

@@ -149,6 +149,13 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         delegation: crate::peers::policy(&config.delegation, &config.peers),
         node_key: Some(Arc::clone(&node.key)),
     };
+    let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
+        Some(oauth) => Some(Arc::new(
+            crate::profile::mcp::oauth::OAuth::new(oauth, |id| auth.principal(id).cloned())
+                .map_err(|e| ServeError::Config(e.to_string()))?,
+        )),
+        None => None,
+    };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
     let auth = Arc::new(auth);
@@ -165,15 +172,17 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             max_frame_bytes: limits.max_body_bytes,
             ws_max_streams: limits.ws_max_streams,
         },
+        oauth: oauth.clone(),
     };
     let mut routes = crate::routes::aip_routes();
+    let public = crate::profile::mcp::public_routes(oauth);
     if let Some(tools) = mcp_tools {
         let mcp = crate::profile::mcp::McpState::new(tools, limits.max_action_timeout_ms);
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
     }
     let router = router(
         state,
-        routes,
+        (routes, public),
         limits.max_body_bytes,
         config.console.unwrap_or(false),
     );

@@ -38,6 +38,8 @@ pub struct AppState {
     pub runtime: Arc<aip_runtime::Runtime>,
     /// Per-connection bounds of SSE and WebSocket streams.
     pub streaming: crate::sse::StreamLimits,
+    /// The MCP endpoint's OAuth resource-server mode, when configured.
+    pub oauth: Option<Arc<crate::profile::mcp::oauth::OAuth>>,
 }
 
 /// Reports whether durable storage answers; `/ready` uses it.
@@ -129,7 +131,7 @@ pub fn metrics_handle() -> PrometheusHandle {
 /// The routes every deployment serves, with authentication and guards applied.
 pub fn router(
     state: AppState,
-    protected: Router<AppState>,
+    (protected, public_extra): (Router<AppState>, Router<AppState>),
     max_body_bytes: usize,
     console: bool,
 ) -> Router {
@@ -138,7 +140,9 @@ pub fn router(
         .route("/metrics", get(metrics_route))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    let public = Router::new().route("/health", get(health));
+    let public = Router::new()
+        .route("/health", get(health))
+        .merge(public_extra);
     let public = if console {
         public.merge(crate::console::routes())
     } else {
@@ -219,12 +223,29 @@ async fn not_found() -> Response {
 
 /// Bearer authentication on every protected route; the resolved caller rides in request extensions.
 async fn authenticate(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
-    let caller = request
+    let authorization = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.to_str().ok());
+    let mut caller = authorization
         .and_then(|v| state.auth.authenticate(v))
         .cloned();
+    // The MCP endpoint also takes OAuth access tokens (spec 21.1), and names its metadata on refusal.
+    if let Some(oauth) = state
+        .oauth
+        .as_ref()
+        .filter(|_| crate::profile::mcp::is_mcp_path(request.uri().path()))
+        && caller.is_none()
+    {
+        let token = authorization.and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        });
+        match token.map(|t| oauth.authenticate(t.trim())) {
+            Some(Ok(found)) => caller = Some(found),
+            refused => return crate::profile::mcp::challenge(oauth, refused.and_then(Result::err)),
+        }
+    }
     match caller {
         Some(caller) => {
             request.extensions_mut().insert(caller);

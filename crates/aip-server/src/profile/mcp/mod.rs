@@ -9,6 +9,7 @@
 
 mod facade;
 mod legacy;
+pub mod oauth;
 mod rpc;
 mod tasks;
 mod tools;
@@ -78,11 +79,17 @@ pub struct McpConfig {
     /// Serve MCP at `/mcp` (and `/mcp/v1`, `/aip/v1/mcp`). Default on.
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// OAuth resource-server mode: JWT access tokens accepted beside the static bearer tokens.
+    #[serde(default)]
+    pub oauth: Option<oauth::OAuthConfig>,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { enabled: true }
+        Self {
+            enabled: true,
+            oauth: None,
+        }
     }
 }
 
@@ -111,6 +118,70 @@ impl McpState {
             max_call_wait_ms,
         }
     }
+}
+
+/// Whether `path` is one of the MCP endpoint's.
+pub fn is_mcp_path(path: &str) -> bool {
+    path == "/mcp" || path.starts_with("/mcp/") || path == "/aip/v1/mcp"
+}
+
+/// The 401 (no or invalid token) or 403 (missing scope) of the OAuth mode, naming the resource
+/// metadata (RFC 9728 section 5.1, RFC 6750 section 3).
+pub fn challenge(
+    oauth: &oauth::OAuth,
+    refusal: Option<oauth::Refusal>,
+) -> axum::response::Response {
+    use aip_core::ErrorCode;
+    use axum::http::{HeaderValue, header};
+    use axum::response::IntoResponse;
+    let metadata = oauth.metadata_url();
+    let (error, value) = match refusal {
+        None => (
+            crate::error::ApiError::unauthenticated(),
+            format!("Bearer resource_metadata=\"{metadata}\""),
+        ),
+        Some(oauth::Refusal::Invalid(why)) => (
+            crate::error::ApiError::new(ErrorCode::Unauthenticated, why),
+            format!("Bearer error=\"invalid_token\", resource_metadata=\"{metadata}\""),
+        ),
+        Some(oauth::Refusal::InsufficientScope(scope)) => (
+            crate::error::ApiError::with_status(
+                axum::http::StatusCode::FORBIDDEN,
+                ErrorCode::ScopeDenied,
+                format!("the token lacks the scope {scope}"),
+            ),
+            format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
+            ),
+        ),
+    };
+    let mut response = error.into_response();
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// Public routes of the OAuth mode: RFC 9728 metadata at the well-known paths.
+pub fn public_routes(oauth: Option<Arc<oauth::OAuth>>) -> Router<AppState> {
+    let Some(oauth) = oauth else {
+        return Router::new();
+    };
+    let metadata = move || {
+        let body = oauth.metadata();
+        async move { axum::Json(body) }
+    };
+    Router::new()
+        .route(
+            "/.well-known/oauth-protected-resource",
+            axum::routing::get(metadata.clone()),
+        )
+        .route(
+            "/.well-known/oauth-protected-resource/mcp",
+            axum::routing::get(metadata),
+        )
 }
 
 /// The MCP routes (behind bearer authentication and the Host/Origin guard of the HTTP binding).
