@@ -205,9 +205,14 @@ async fn streamable_http_refuses_bad_headers_sizes_origins_and_batches_outside_2
     );
     // The server may answer 413 and close before the whole body is written (a broken pipe on
     // this side): try again until the answer is read.
+    // Its own connection pool: the server closes the refused connection, which must not be
+    // reused by the requests that follow.
+    let mut oversized = Mcp::new(&server.base, Some(ALICE));
+    oversized.session = mcp.session.clone();
+    oversized.version = mcp.version.clone();
     let mut refused = None;
     for _ in 0..5 {
-        let sent = mcp
+        let sent = oversized
             .request(reqwest::Method::POST)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
@@ -1037,4 +1042,128 @@ async fn a_call_asking_for_progress_is_answered_as_a_stream_of_progress_then_its
             .await;
         assert_eq!(view["state"], "completed", "{view}");
     }
+}
+
+#[tokio::test]
+async fn resources_follow_their_read_policy_and_prompts_fill_their_templates() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("files");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("logo.bin"), [0u8, 159, 146, 150, 255]).unwrap();
+    let alice = token_file(dir.path(), "alice.token", ALICE);
+    let bob = token_file(dir.path(), "bob.token", BOB);
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"resource_root = "{root}"
+
+[[principals]]
+id = "alice"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*", "docs:read"]
+token_file = "{alice}"
+
+[[principals]]
+id = "bob"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{bob}"
+
+[[resources]]
+id = "res:guide"
+name = "Guide"
+mime_type = "text/markdown"
+tenant_id = "default"
+access = {{ required_scopes = ["docs:read"] }}
+text = "Read me"
+
+[[resources]]
+id = "res:logo"
+name = "Logo"
+mime_type = "application/octet-stream"
+tenant_id = "default"
+access = {{ required_scopes = ["docs:read"] }}
+file = "logo.bin"
+
+[[mcp.prompts]]
+name = "summarize"
+title = "Summarize"
+description = "Summarize a text"
+arguments = [{{ name = "text", required = true }}]
+messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
+"#,
+            root = root.display(),
+            alice = alice.display(),
+            bob = bob.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let mut alice = Mcp::new(&server.base, Some(ALICE));
+    let init = alice.open("2025-06-18").await;
+    assert!(
+        init["capabilities"]["resources"].is_object()
+            && init["capabilities"]["prompts"].is_object()
+    );
+    let listed = alice.call("resources/list", json!({})).await.body["result"]["resources"].clone();
+    let uris: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["res:guide", "res:logo"], "{listed}");
+    let text = alice
+        .call("resources/read", json!({"uri": "res:guide"}))
+        .await
+        .body["result"]["contents"]
+        .clone();
+    assert_eq!(text[0]["text"], "Read me");
+    assert_eq!(text[0]["mimeType"], "text/markdown");
+    let blob = alice
+        .call("resources/read", json!({"uri": "res:logo"}))
+        .await
+        .body["result"]["contents"]
+        .clone();
+    assert_eq!(blob[0]["blob"], "AJ+Slv8=", "{blob}");
+    assert_eq!(
+        alice
+            .call("resources/read", json!({"uri": "res:none"}))
+            .await
+            .body["error"]["code"],
+        -32002
+    );
+    // Bob may not list them: for him they do not exist.
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.open("2025-06-18").await;
+    let none = bob.call("resources/list", json!({})).await.body["result"]["resources"].clone();
+    assert_eq!(none, json!([]));
+    assert_eq!(
+        bob.call("resources/read", json!({"uri": "res:guide"}))
+            .await
+            .body["error"]["code"],
+        -32002
+    );
+    // Prompts.
+    let prompts = alice.call("prompts/list", json!({})).await.body["result"]["prompts"].clone();
+    assert_eq!(prompts[0]["name"], "summarize");
+    assert_eq!(prompts[0]["title"], "Summarize");
+    let got = alice
+        .call(
+            "prompts/get",
+            json!({"name": "summarize", "arguments": {"text": "AIP"}}),
+        )
+        .await;
+    assert_eq!(
+        got.body["result"]["messages"][0]["content"]["text"], "Summarize: AIP",
+        "{}",
+        got.body
+    );
+    let missing = alice
+        .call("prompts/get", json!({"name": "summarize"}))
+        .await;
+    assert_eq!(missing.body["error"]["code"], -32602);
 }

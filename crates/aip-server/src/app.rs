@@ -93,6 +93,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).
+    crate::profile::mcp::resources::check_prompts(&config.mcp.prompts)
+        .map_err(ServeError::Config)?;
     let mcp_tools = if config.mcp.enabled {
         let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
             .map_err(|e| ServeError::Config(e.to_string()))?;
@@ -177,7 +179,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let mut routes = crate::routes::aip_routes();
     let public = crate::profile::mcp::public_routes(oauth);
     if let Some(tools) = mcp_tools {
-        let mcp = crate::profile::mcp::McpState::new(tools, limits.max_action_timeout_ms);
+        let mcp = crate::profile::mcp::McpState::new(
+            tools,
+            limits.max_action_timeout_ms,
+            config.mcp.prompts.clone(),
+        );
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
     }
     let router = router(

@@ -247,7 +247,10 @@ pub async fn message(
                     None,
                 )
             } else {
-                rpc::result(&id, init_result(Version::V2024_11_05))
+                rpc::result(
+                    &id,
+                    init_result(Version::V2024_11_05, !mcp.prompts.is_empty()),
+                )
             }
         } else {
             // Progress notifications of a tool call travel on the same stream, before its reply.

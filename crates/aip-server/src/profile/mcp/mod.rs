@@ -4,12 +4,14 @@
 //! every node on the store); each callable capability is one tool; `tools/call` is a native action
 //! admitted exactly like one sent over HTTP. The legacy HTTP+SSE binding serves `2024-11-05` only.
 //! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
-//! capabilities run as MCP tasks. What is not implemented yet (resources, prompts, progress over
-//! SSE) is not advertised and its methods are answered "method not found".
+//! capabilities run as MCP tasks. Resources are the native resources under their read policy;
+//! prompts are configured templates. What is not implemented (resource subscriptions, logging,
+//! completions, sampling, elicitation) is not advertised and its methods are "method not found".
 
 mod facade;
 mod legacy;
 pub mod oauth;
+pub mod resources;
 mod rpc;
 mod tasks;
 mod tools;
@@ -82,6 +84,9 @@ pub struct McpConfig {
     /// OAuth resource-server mode: JWT access tokens accepted beside the static bearer tokens.
     #[serde(default)]
     pub oauth: Option<oauth::OAuthConfig>,
+    /// Prompt templates offered by `prompts/list` and `prompts/get`.
+    #[serde(default)]
+    pub prompts: Vec<resources::PromptConfig>,
 }
 
 impl Default for McpConfig {
@@ -89,6 +94,7 @@ impl Default for McpConfig {
         Self {
             enabled: true,
             oauth: None,
+            prompts: Vec::new(),
         }
     }
 }
@@ -105,17 +111,24 @@ pub struct McpState {
     pub(crate) legacy: legacy::Streams,
     /// Longest a `tools/call` waits for a queued action (the deployment's action timeout bound).
     pub(crate) max_call_wait_ms: u64,
+    /// Configured prompt templates.
+    pub(crate) prompts: Vec<resources::PromptConfig>,
 }
 
 impl McpState {
     /// The profile's state over `tools` (built with [`ToolIndex::build`] when the capabilities
     /// are admitted, so a bad tool name stops startup before anything runs).
-    pub fn new(tools: ToolIndex, max_call_wait_ms: u64) -> Self {
+    pub fn new(
+        tools: ToolIndex,
+        max_call_wait_ms: u64,
+        prompts: Vec<resources::PromptConfig>,
+    ) -> Self {
         Self {
             tools,
             calls: tools::InFlight::default(),
             legacy: legacy::Streams::default(),
             max_call_wait_ms,
+            prompts,
         }
     }
 }

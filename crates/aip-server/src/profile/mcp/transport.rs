@@ -244,7 +244,7 @@ impl Endpoint<'_> {
                 );
             }
         };
-        let result = init_result(version);
+        let result = init_result(version, !self.mcp.prompts.is_empty());
         let mut response = http_json(StatusCode::OK, rpc::result(id, result));
         if let Ok(value) = HeaderValue::from_str(&session.session_id) {
             response.headers_mut().insert(SESSION_HEADER, value);
@@ -409,6 +409,29 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
+            "resources/list"
+            | "resources/read"
+            | "resources/templates/list"
+            | "prompts/list"
+            | "prompts/get" => {
+                let runtime = &self.app.runtime;
+                let outcome = match method {
+                    "resources/list" => {
+                        super::resources::list(runtime, self.caller, session.version, params).await
+                    }
+                    "resources/read" => super::resources::read(runtime, self.caller, params).await,
+                    "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
+                    "prompts/list" => Ok(super::resources::prompts_list(
+                        &self.mcp.prompts,
+                        session.version,
+                    )),
+                    _ => super::resources::prompts_get(&self.mcp.prompts, params),
+                };
+                match outcome {
+                    Ok(result) => rpc::result(id, result),
+                    Err((code, message)) => rpc::error(id, code, &message, None),
+                }
+            }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
                 if session.version >= Version::V2025_11_25 =>
             {
@@ -563,12 +586,18 @@ impl Endpoint<'_> {
 }
 
 /// The `initialize` result at `version`: only what this server serves, in that version's terms.
-pub(super) fn init_result(version: Version) -> Value {
+pub(super) fn init_result(version: Version, prompts: bool) -> Value {
     let mut server_info = json!({ "name": "aip", "version": env!("CARGO_PKG_VERSION") });
     if version >= Version::V2025_06_18 {
         server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
     }
-    let mut capabilities = json!({ "tools": { "listChanged": false } });
+    let mut capabilities = json!({
+        "tools": { "listChanged": false },
+        "resources": { "subscribe": false, "listChanged": false },
+    });
+    if prompts {
+        capabilities["prompts"] = json!({ "listChanged": false });
+    }
     if version >= Version::V2025_11_25 {
         capabilities["tasks"] =
             json!({ "list": {}, "cancel": {}, "requests": { "tools": { "call": {} } } });

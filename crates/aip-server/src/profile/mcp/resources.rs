@@ -1,0 +1,317 @@
+//! MCP resources and prompts (spec 21.1). Resources are the native resources (spec 9.7) under their
+//! read policy: `resources/list` and `resources/read` call the same runtime reads as
+//! `resource_list_request` and `resource_read_request`, so a resource the caller may not list does
+//! not exist for it. A resource's URI is its AIP id. Prompts are the templates configured under
+//! `[[mcp.prompts]]`, their `{{argument}}` placeholders filled from `prompts/get`.
+
+use std::sync::Arc;
+
+use aip_core::{MessagePart, ResourceListRequest, ResourceReadRequest};
+use aip_runtime::{Caller, Runtime, RuntimeError};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::Version;
+use super::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
+use super::tools::CallOutcome;
+
+/// MCP: the resource does not exist (for this caller).
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// Resources per `resources/list` page.
+const PAGE: u32 = 100;
+/// Longest argument value substituted into a prompt.
+const MAX_ARGUMENT_BYTES: usize = 16 * 1024;
+
+/// `resources/list`.
+pub async fn list(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    version: Version,
+    params: &Map<String, Value>,
+) -> CallOutcome {
+    let request = ResourceListRequest {
+        capability_id: None,
+        kind: None,
+        cursor: params
+            .get("cursor")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        limit: Some(PAGE),
+        tenant_id: None,
+    };
+    let page = runtime
+        .read_resources(caller, &request)
+        .await
+        .map_err(|e| match e {
+            RuntimeError::InvalidCursor | RuntimeError::InvalidQuery(_) => {
+                (INVALID_PARAMS, "invalid cursor".to_owned())
+            }
+            other => (INTERNAL_ERROR, other.to_string()),
+        })?;
+    let full = page.resources.len() == PAGE as usize;
+    let resources: Vec<Value> = page
+        .resources
+        .iter()
+        .map(|r| {
+            let mut item = json!({ "uri": r.id, "name": r.name });
+            if let Some(d) = &r.description {
+                item["description"] = json!(d);
+            }
+            if let Some(m) = &r.mime_type {
+                item["mimeType"] = json!(m);
+            }
+            if version >= Version::V2025_06_18 {
+                item["title"] = json!(r.name);
+            }
+            item
+        })
+        .collect();
+    let mut result = json!({ "resources": resources });
+    if let Some(cursor) = page.cursor.filter(|_| full) {
+        result["nextCursor"] = json!(cursor);
+    }
+    Ok(result)
+}
+
+/// `resources/read`: text parts as `text`, inline binary parts as base64 `blob`.
+pub async fn read(
+    runtime: &Arc<Runtime>,
+    caller: &Caller,
+    params: &Map<String, Value>,
+) -> CallOutcome {
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return Err((INVALID_PARAMS, "uri is required".to_owned()));
+    };
+    let request = ResourceReadRequest {
+        resource_id: uri.to_owned(),
+        tenant_id: None,
+        version: None,
+        accept: Vec::new(),
+    };
+    let read = runtime
+        .read_resource(caller, &request)
+        .await
+        .map_err(|e| match e {
+            RuntimeError::NotFound(_) => (RESOURCE_NOT_FOUND, format!("Resource not found: {uri}")),
+            other => (INTERNAL_ERROR, other.to_string()),
+        })?;
+    let mime = read.resource.mime_type.clone();
+    let contents: Vec<Value> = read
+        .content
+        .iter()
+        .map(|part| {
+            let mut item = json!({ "uri": uri });
+            match part {
+                MessagePart::Text { text, .. } => item["text"] = json!(text),
+                other => {
+                    let value = serde_json::to_value(other).unwrap_or(Value::Null);
+                    match value.get("data").and_then(Value::as_str) {
+                        Some(data) => item["blob"] = json!(data),
+                        None => item["text"] = json!(value.to_string()),
+                    }
+                    if let Some(m) = value.get("mime_type") {
+                        item["mimeType"] = m.clone();
+                    }
+                }
+            }
+            if item.get("mimeType").is_none()
+                && let Some(m) = &mime
+            {
+                item["mimeType"] = json!(m);
+            }
+            item
+        })
+        .collect();
+    Ok(json!({ "contents": contents }))
+}
+
+/// One `[[mcp.prompts]]` template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptConfig {
+    /// Prompt name (what `prompts/get` names).
+    pub name: String,
+    /// Display title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// What it is for.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Its arguments.
+    #[serde(default)]
+    pub arguments: Vec<PromptArgument>,
+    /// The messages, with `{{argument}}` placeholders.
+    pub messages: Vec<PromptMessage>,
+}
+
+/// A prompt argument.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptArgument {
+    /// Name (the placeholder is `{{name}}`).
+    pub name: String,
+    /// What to pass.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Whether `prompts/get` must give it.
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// A prompt message.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptMessage {
+    /// `user` or `assistant`.
+    pub role: String,
+    /// Text with placeholders.
+    pub text: String,
+}
+
+/// Why the prompt configuration is refused; `aip serve` does not start.
+pub fn check_prompts(prompts: &[PromptConfig]) -> Result<(), String> {
+    let mut names = std::collections::BTreeSet::new();
+    for p in prompts {
+        if p.name.is_empty() || !names.insert(p.name.as_str()) {
+            return Err(format!(
+                "mcp.prompts: prompt name {:?} is empty or repeated",
+                p.name
+            ));
+        }
+        if p.messages.is_empty() {
+            return Err(format!("mcp.prompts: prompt {} has no messages", p.name));
+        }
+        if let Some(m) = p
+            .messages
+            .iter()
+            .find(|m| m.role != "user" && m.role != "assistant")
+        {
+            return Err(format!(
+                "mcp.prompts: prompt {}: role {} is not user or assistant",
+                p.name, m.role
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `prompts/list`.
+pub fn prompts_list(prompts: &[PromptConfig], version: Version) -> Value {
+    let items: Vec<Value> = prompts
+        .iter()
+        .map(|p| {
+            let arguments: Vec<Value> = p
+                .arguments
+                .iter()
+                .map(|a| json!({ "name": a.name, "description": a.description, "required": a.required }))
+                .collect();
+            let mut item = json!({ "name": p.name, "description": p.description, "arguments": arguments });
+            if version >= Version::V2025_06_18
+                && let Some(title) = &p.title
+            {
+                item["title"] = json!(title);
+            }
+            item
+        })
+        .collect();
+    json!({ "prompts": items })
+}
+
+/// `prompts/get`: the messages with every placeholder filled; a missing required argument, an
+/// unknown one, or a non-string value is refused.
+pub fn prompts_get(prompts: &[PromptConfig], params: &Map<String, Value>) -> CallOutcome {
+    let invalid = |m: String| Err((INVALID_PARAMS, m));
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        return invalid("name is required".into());
+    };
+    let Some(prompt) = prompts.iter().find(|p| p.name == name) else {
+        return invalid(format!("unknown prompt: {name}"));
+    };
+    let empty = Map::new();
+    let given = match params.get("arguments") {
+        None | Some(Value::Null) => &empty,
+        Some(Value::Object(a)) => a,
+        Some(_) => return invalid("arguments must be an object".into()),
+    };
+    let mut values = Vec::new();
+    for (key, value) in given {
+        if !prompt.arguments.iter().any(|a| &a.name == key) {
+            return invalid(format!("unknown argument {key}"));
+        }
+        match value.as_str() {
+            Some(v) if v.len() <= MAX_ARGUMENT_BYTES => values.push((key.as_str(), v)),
+            _ => return invalid(format!("argument {key} must be a string of at most 16 KiB")),
+        }
+    }
+    if let Some(missing) = prompt
+        .arguments
+        .iter()
+        .find(|a| a.required && !given.contains_key(&a.name))
+    {
+        return invalid(format!("missing argument {}", missing.name));
+    }
+    let messages: Vec<Value> = prompt
+        .messages
+        .iter()
+        .map(|m| {
+            let mut text = m.text.clone();
+            for argument in &prompt.arguments {
+                let value = values
+                    .iter()
+                    .find(|(k, _)| *k == argument.name)
+                    .map_or("", |(_, v)| v);
+                text = text.replace(&format!("{{{{{}}}}}", argument.name), value);
+            }
+            json!({ "role": m.role, "content": { "type": "text", "text": text } })
+        })
+        .collect();
+    let mut result = json!({ "messages": messages });
+    if let Some(d) = &prompt.description {
+        result["description"] = json!(d);
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prompt() -> PromptConfig {
+        PromptConfig {
+            name: "review".into(),
+            title: None,
+            description: Some("Review code".into()),
+            arguments: vec![PromptArgument {
+                name: "code".into(),
+                description: None,
+                required: true,
+            }],
+            messages: vec![PromptMessage {
+                role: "user".into(),
+                text: "Review {{code}} please".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn a_prompt_fills_its_placeholders_and_refuses_missing_or_unknown_arguments() {
+        let prompts = [prompt()];
+        let args = |v: Value| v.as_object().unwrap().clone();
+        let got = prompts_get(
+            &prompts,
+            &args(json!({"name": "review", "arguments": {"code": "x()"}})),
+        )
+        .unwrap();
+        assert_eq!(got["messages"][0]["content"]["text"], "Review x() please");
+        assert!(prompts_get(&prompts, &args(json!({"name": "review"}))).is_err());
+        assert!(
+            prompts_get(
+                &prompts,
+                &args(json!({"name": "review", "arguments": {"code": "a", "x": "b"}}))
+            )
+            .is_err()
+        );
+        assert!(prompts_get(&prompts, &args(json!({"name": "nope"}))).is_err());
+        assert!(check_prompts(&[prompt(), prompt()]).is_err());
+    }
+}
