@@ -267,6 +267,10 @@ error_codes! {
     ConnectorUnreachable = "aip.connector.unreachable", Connector;
     /// A connector reported a code that is not a namespaced code.
     ConnectorInvalidCode = "aip.connector.invalid_code", Connector;
+    /// An upstream MCP tool answered with `isError`.
+    ConnectorToolError = "aip.connector.tool_error", Connector;
+    /// An upstream answered with a protocol error or something that is not its protocol.
+    ConnectorProtocol = "aip.connector.protocol_error", Connector;
     // ---- streams (spec 11.6) ----
     /// A chunk was emitted after `done`.
     StreamClosed = "aip.stream.closed", Permanent;

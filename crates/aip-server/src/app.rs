@@ -90,6 +90,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     for entry in &config.capabilities {
         entries.push(configured_capability(entry, config, &node)?);
     }
+    entries.extend(
+        crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams)
+            .await
+            .map_err(ServeError::Config)?,
+    );
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).

@@ -31,6 +31,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "delegation",
     "peers",
     "mcp",
+    "mcp_upstreams",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -108,6 +109,9 @@ pub struct Config {
     /// The MCP compatibility profile (spec 21.1) at `/mcp`.
     #[serde(default)]
     pub mcp: crate::profile::mcp::McpConfig,
+    /// Upstream MCP servers whose tools are offered as governed capabilities.
+    #[serde(default)]
+    pub mcp_upstreams: Vec<crate::profile::mcp::upstream::UpstreamConfig>,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -542,6 +546,7 @@ impl Default for Config {
             delegation: crate::peers::DelegationConfig::default(),
             peers: Vec::new(),
             mcp: crate::profile::mcp::McpConfig::default(),
+            mcp_upstreams: Vec::new(),
         }
     }
 }

@@ -16,6 +16,7 @@ mod rpc;
 mod tasks;
 mod tools;
 mod transport;
+pub mod upstream;
 
 use std::sync::Arc;
 

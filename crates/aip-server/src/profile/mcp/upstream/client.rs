@@ -1,0 +1,662 @@
+//! A minimal MCP client for upstream servers (the reverse direction of the profile): JSON-RPC over
+//! a child process's stdio (newline-delimited) or over Streamable HTTP (JSON or SSE answers). It
+//! negotiates with `initialize`, answers the server's `ping`, refuses its other requests, bounds
+//! every message and wait, and reconnects (restarting the process) with backoff after a failure.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{Mutex, oneshot};
+
+/// Longest message accepted from an upstream, bytes.
+const MAX_MESSAGE: usize = 8 * 1024 * 1024;
+/// Longest wait for `initialize` and `tools/list`.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(20);
+/// Longest pause between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The version this client asks for (structured output; no tasks).
+const PROTOCOL_VERSION: &str = "2025-06-18";
+/// Versions this client understands in the server's answer.
+const UNDERSTOOD: [&str; 3] = ["2025-06-18", "2025-03-26", "2025-11-25"];
+
+/// Where an upstream server is.
+#[derive(Debug, Clone)]
+pub enum Endpoint {
+    /// A process started and supervised by `aip serve`.
+    Stdio {
+        /// Program.
+        command: String,
+        /// Arguments.
+        args: Vec<String>,
+        /// Extra environment (the process otherwise inherits none but `PATH` and `HOME`).
+        env: Vec<(String, String)>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The MCP URL.
+        url: String,
+        /// Bearer token sent with every request.
+        bearer: Option<String>,
+    },
+}
+
+/// What went wrong talking to an upstream.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum UpstreamError {
+    /// Not connected (the process is down or the URL unreachable); nothing was sent.
+    #[error("upstream unavailable: {0}")]
+    Unavailable(String),
+    /// The connection failed after the request was sent: the outcome is unknown.
+    #[error("upstream connection lost: {0}")]
+    Lost(String),
+    /// No answer in time.
+    #[error("upstream did not answer in time")]
+    Timeout,
+    /// The upstream answered with a JSON-RPC error.
+    #[error("upstream error {code}: {message}")]
+    Rpc {
+        /// JSON-RPC code.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
+    /// The upstream answered something that is not MCP.
+    #[error("upstream protocol error: {0}")]
+    Protocol(String),
+}
+
+type Pending = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Result<Value, UpstreamError>>>>>;
+
+/// One live connection. Built once per (re)connection and shared behind an `Arc`: the variants'
+/// sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Connection {
+    Stdio {
+        stdin: Mutex<tokio::process::ChildStdin>,
+        pending: Pending,
+        alive: Arc<AtomicBool>,
+        // Held so the process ends with the connection (kill_on_drop).
+        _child: Mutex<tokio::process::Child>,
+    },
+    Http {
+        client: reqwest::Client,
+        url: String,
+        bearer: Option<String>,
+        session: Option<String>,
+        version: String,
+        alive: AtomicBool,
+    },
+}
+
+/// An upstream MCP server: its endpoint and, when up, its connection.
+pub struct Upstream {
+    /// Configured name (for messages).
+    pub name: String,
+    endpoint: Endpoint,
+    connection: Mutex<Option<Arc<Connection>>>,
+    next_id: AtomicU64,
+    retry: std::sync::Mutex<(u32, Option<Instant>)>,
+}
+
+impl Upstream {
+    /// An upstream not connected yet.
+    pub fn new(name: String, endpoint: Endpoint) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            endpoint,
+            connection: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+            retry: std::sync::Mutex::new((0, None)),
+        })
+    }
+
+    /// Every tool the server lists (following `nextCursor`, at most 1000 tools).
+    pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..20 {
+            let params = match &cursor {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let page = self.request("tools/list", params, SETUP_TIMEOUT).await?;
+            if let Some(list) = page.get("tools").and_then(Value::as_array) {
+                tools.extend(list.iter().cloned());
+            }
+            cursor = page
+                .get("nextCursor")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if cursor.is_none() || tools.len() >= 1000 {
+                break;
+            }
+        }
+        Ok(tools)
+    }
+
+    /// One request; connects first when needed.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        let id = self.reserve_id();
+        self.request_as(id, method, params, timeout).await
+    }
+
+    /// A fresh request id (so a caller can cancel the request it is about to send).
+    pub fn reserve_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// [`Upstream::request`] under a reserved id.
+    pub async fn request_as(
+        &self,
+        id: u64,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, UpstreamError> {
+        let connection = self.connected().await?;
+        let outcome = tokio::time::timeout(timeout, send(&connection, id, method, params)).await;
+        match outcome {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(err)) => {
+                if matches!(err, UpstreamError::Lost(_) | UpstreamError::Unavailable(_)) {
+                    self.drop_connection(&connection).await;
+                }
+                Err(err)
+            }
+            Err(_) => {
+                // Tell the server to stop; it may still have acted.
+                let note = json!({ "requestId": id, "reason": "timed out" });
+                let _ = notify(&connection, "notifications/cancelled", note).await;
+                Err(UpstreamError::Timeout)
+            }
+        }
+    }
+
+    /// Asks the server to stop request `id` (`notifications/cancelled`).
+    pub async fn cancel(&self, id: u64, reason: &str) {
+        let connection = self.connection.lock().await.clone();
+        if let Some(connection) = connection {
+            let note = json!({ "requestId": id, "reason": reason });
+            let _ = notify(&connection, "notifications/cancelled", note).await;
+        }
+    }
+
+    async fn drop_connection(&self, failed: &Arc<Connection>) {
+        let mut slot = self.connection.lock().await;
+        if slot.as_ref().is_some_and(|c| Arc::ptr_eq(c, failed)) {
+            *slot = None;
+        }
+    }
+
+    /// The live connection, (re)connecting with backoff.
+    async fn connected(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let mut slot = self.connection.lock().await;
+        if let Some(c) = slot.as_ref() {
+            let alive = match c.as_ref() {
+                Connection::Stdio { alive, .. } => alive.load(Ordering::Acquire),
+                Connection::Http { alive, .. } => alive.load(Ordering::Acquire),
+            };
+            if alive {
+                return Ok(Arc::clone(c));
+            }
+            *slot = None;
+        }
+        {
+            let retry = self
+                .retry
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if let Some(at) = retry.1
+                && Instant::now() < at
+            {
+                return Err(UpstreamError::Unavailable(format!(
+                    "{} is restarting (attempt {})",
+                    self.name, retry.0
+                )));
+            }
+        }
+        match self.connect().await {
+            Ok(c) => {
+                *self
+                    .retry
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = (0, None);
+                *slot = Some(Arc::clone(&c));
+                Ok(c)
+            }
+            Err(err) => {
+                let mut retry = self
+                    .retry
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                retry.0 = retry.0.saturating_add(1);
+                let wait = Duration::from_millis(500u64.saturating_mul(1 << retry.0.min(6)))
+                    .min(MAX_BACKOFF);
+                retry.1 = Some(Instant::now() + wait);
+                tracing::warn!(upstream = %self.name, error = %err, "MCP upstream connection failed; retrying after backoff");
+                Err(UpstreamError::Unavailable(err.to_string()))
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Arc<Connection>, UpstreamError> {
+        let initialize = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": { "name": "aip", "version": env!("CARGO_PKG_VERSION") },
+        });
+        match &self.endpoint {
+            Endpoint::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args)
+                    .env_clear()
+                    .envs(std::env::vars().filter(|(k, _)| k == "PATH" || k == "HOME"))
+                    .envs(env.iter().cloned())
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true);
+                if let Some(dir) = cwd {
+                    cmd.current_dir(dir);
+                }
+                let mut child = cmd
+                    .spawn()
+                    .map_err(|e| UpstreamError::Unavailable(format!("{command}: {e}")))?;
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(UpstreamError::Unavailable("no stdio pipes".into()));
+                };
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(log_stderr(self.name.clone(), stderr));
+                }
+                let pending: Pending = Arc::default();
+                let alive = Arc::new(AtomicBool::new(true));
+                let connection = Arc::new(Connection::Stdio {
+                    stdin: Mutex::new(stdin),
+                    pending: Arc::clone(&pending),
+                    alive: Arc::clone(&alive),
+                    _child: Mutex::new(child),
+                });
+                tokio::spawn(read_stdio(
+                    stdout,
+                    Arc::downgrade(&connection),
+                    pending,
+                    alive,
+                ));
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let answer = tokio::time::timeout(
+                    SETUP_TIMEOUT,
+                    send(&connection, id, "initialize", initialize),
+                )
+                .await
+                .map_err(|_| UpstreamError::Timeout)??;
+                check_version(&answer)?;
+                notify(&connection, "notifications/initialized", json!({})).await?;
+                Ok(connection)
+            }
+            Endpoint::Http { url, bearer } => {
+                let client = reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .build()
+                    .map_err(|e| UpstreamError::Unavailable(e.to_string()))?;
+                let first = Connection::Http {
+                    client: client.clone(),
+                    url: url.clone(),
+                    bearer: bearer.clone(),
+                    session: None,
+                    version: PROTOCOL_VERSION.into(),
+                    alive: AtomicBool::new(true),
+                };
+                let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                let (answer, session) = tokio::time::timeout(
+                    SETUP_TIMEOUT,
+                    http_exchange(&first, &rpc(id, "initialize", initialize)),
+                )
+                .await
+                .map_err(|_| UpstreamError::Timeout)??;
+                let answer =
+                    answer.ok_or_else(|| UpstreamError::Protocol("no initialize result".into()))?;
+                let answer = result_of(answer, id)?;
+                let version = check_version(&answer)?;
+                let connection = Arc::new(Connection::Http {
+                    client,
+                    url: url.clone(),
+                    bearer: bearer.clone(),
+                    session,
+                    version,
+                    alive: AtomicBool::new(true),
+                });
+                notify(&connection, "notifications/initialized", json!({})).await?;
+                Ok(connection)
+            }
+        }
+    }
+}
+
+fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+}
+
+fn check_version(answer: &Value) -> Result<String, UpstreamError> {
+    let version = answer
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if UNDERSTOOD.contains(&version) {
+        Ok(version.to_owned())
+    } else {
+        Err(UpstreamError::Protocol(format!(
+            "the server speaks MCP {version:?}"
+        )))
+    }
+}
+
+/// A response's result, or its error.
+fn result_of(message: Value, id: u64) -> Result<Value, UpstreamError> {
+    if message.get("id").and_then(Value::as_u64) != Some(id) {
+        return Err(UpstreamError::Protocol(
+            "a response to another request".into(),
+        ));
+    }
+    if let Some(error) = message.get("error") {
+        return Err(UpstreamError::Rpc {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .chars()
+                .take(1024)
+                .collect(),
+        });
+    }
+    message
+        .get("result")
+        .cloned()
+        .ok_or_else(|| UpstreamError::Protocol("a response without result".into()))
+}
+
+async fn send(
+    connection: &Connection,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Result<Value, UpstreamError> {
+    let message = rpc(id, method, params);
+    match connection {
+        Connection::Stdio {
+            stdin,
+            pending,
+            alive,
+            ..
+        } => {
+            if !alive.load(Ordering::Acquire) {
+                return Err(UpstreamError::Unavailable("the process exited".into()));
+            }
+            let (tx, rx) = oneshot::channel();
+            pending
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(id, tx);
+            let mut line = message.to_string();
+            line.push('\n');
+            let written = stdin.lock().await.write_all(line.as_bytes()).await;
+            if let Err(e) = written {
+                pending
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .remove(&id);
+                return Err(UpstreamError::Unavailable(e.to_string()));
+            }
+            match rx.await {
+                Ok(answer) => answer,
+                Err(_) => Err(UpstreamError::Lost("the process exited".into())),
+            }
+        }
+        Connection::Http { .. } => {
+            let (answer, _) = http_exchange(connection, &message).await?;
+            let answer = answer.ok_or_else(|| UpstreamError::Protocol("no response".into()))?;
+            result_of(answer, id)
+        }
+    }
+}
+
+async fn notify(connection: &Connection, method: &str, params: Value) -> Result<(), UpstreamError> {
+    let message = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+    match connection {
+        Connection::Stdio { stdin, .. } => {
+            let mut line = message.to_string();
+            line.push('\n');
+            stdin
+                .lock()
+                .await
+                .write_all(line.as_bytes())
+                .await
+                .map_err(|e| UpstreamError::Unavailable(e.to_string()))
+        }
+        Connection::Http { .. } => http_exchange(connection, &message).await.map(|_| ()),
+    }
+}
+
+/// POSTs one message; returns the response to it (JSON or from an SSE stream) and the session id
+/// the server assigned, if any.
+async fn http_exchange(
+    connection: &Connection,
+    message: &Value,
+) -> Result<(Option<Value>, Option<String>), UpstreamError> {
+    let Connection::Http {
+        client,
+        url,
+        bearer,
+        session,
+        version,
+        alive,
+    } = connection
+    else {
+        return Err(UpstreamError::Protocol("not an HTTP connection".into()));
+    };
+    let mut request = client
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(message.to_string());
+    if let Some(token) = bearer {
+        request = request.bearer_auth(token);
+    }
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", version);
+    }
+    let response = request.send().await.map_err(|e| {
+        if e.is_connect() {
+            UpstreamError::Unavailable(e.to_string())
+        } else {
+            alive.store(false, Ordering::Release);
+            UpstreamError::Lost(e.to_string())
+        }
+    })?;
+    let status = response.status();
+    if status == reqwest::StatusCode::NOT_FOUND && session.is_some() {
+        // The server forgot the session: reconnect next time.
+        alive.store(false, Ordering::Release);
+        return Err(UpstreamError::Lost("the upstream session ended".into()));
+    }
+    if !status.is_success() {
+        return Err(UpstreamError::Unavailable(format!("HTTP {status}")));
+    }
+    let assigned = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let is_sse = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if status == reqwest::StatusCode::ACCEPTED || message.get("id").is_none() {
+        return Ok((None, assigned));
+    }
+    let want = message.get("id").cloned();
+    let mut body = Vec::new();
+    let mut stream = response;
+    while let Some(chunk) = stream
+        .chunk()
+        .await
+        .map_err(|e| UpstreamError::Lost(e.to_string()))?
+    {
+        if body.len() + chunk.len() > MAX_MESSAGE {
+            return Err(UpstreamError::Protocol("the answer is too large".into()));
+        }
+        body.extend_from_slice(&chunk);
+        if is_sse && let Some(found) = sse_response(&body, want.as_ref()) {
+            return Ok((Some(found), assigned));
+        }
+    }
+    if is_sse {
+        return Err(UpstreamError::Lost(
+            "the stream ended without a response".into(),
+        ));
+    }
+    let value: Value = serde_json::from_slice(&body)
+        .map_err(|_| UpstreamError::Protocol("the answer is not JSON".into()))?;
+    Ok((Some(value), assigned))
+}
+
+/// The response with id `want` among the complete SSE events of `body`.
+fn sse_response(body: &[u8], want: Option<&Value>) -> Option<Value> {
+    // Lines may end in CRLF (SSE allows CR, LF and CRLF).
+    let text = std::str::from_utf8(body).ok()?.replace("\r\n", "\n");
+    let complete = &text[..text.rfind("\n\n")? + 2];
+    for event in complete.split("\n\n") {
+        let data: String = event
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim_start)
+            .collect::<Vec<_>>()
+            .join("\n");
+        if let Ok(value) = serde_json::from_str::<Value>(&data)
+            && value.get("id") == want
+            && (value.get("result").is_some() || value.get("error").is_some())
+        {
+            return Some(value);
+        }
+    }
+    None
+}
+
+/// The process's stderr as log lines (each cut at 4 KiB), so its output stays in `aip serve`'s log.
+async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
+    let mut reader = BufReader::new(stderr);
+    loop {
+        let mut line = Vec::new();
+        match (&mut reader).take(4096).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&line);
+                tracing::info!(upstream = %name, "{}", text.trim_end());
+            }
+        }
+    }
+}
+
+/// Reads the process's stdout: responses to their waiters, `ping` answered, other server requests
+/// refused. At the end (exit, oversized or broken output) every waiter learns the connection is lost.
+async fn read_stdio(
+    stdout: tokio::process::ChildStdout,
+    connection: std::sync::Weak<Connection>,
+    pending: Pending,
+    alive: Arc<AtomicBool>,
+) {
+    let mut reader = BufReader::new(stdout);
+    loop {
+        let mut line = Vec::new();
+        let read = (&mut reader)
+            .take(MAX_MESSAGE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await;
+        match read {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line.len() > MAX_MESSAGE => break,
+            Ok(_) => {}
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            continue;
+        };
+        let id = message.get("id").cloned();
+        match (message.get("method").and_then(Value::as_str), id) {
+            // A request from the server.
+            (Some(method), Some(id)) => {
+                let answer = if method == "ping" {
+                    json!({ "jsonrpc": "2.0", "id": id, "result": {} })
+                } else {
+                    json!({ "jsonrpc": "2.0", "id": id, "error": { "code": -32601, "message": "not supported by this client" } })
+                };
+                if let Some(Connection::Stdio { stdin, .. }) = connection.upgrade().as_deref() {
+                    let mut text = answer.to_string();
+                    text.push('\n');
+                    let _ = stdin.lock().await.write_all(text.as_bytes()).await;
+                }
+            }
+            // A notification: nothing to do.
+            (Some(_), None) => {}
+            (None, Some(Value::Number(n))) => {
+                let waiter = n.as_u64().and_then(|n| {
+                    pending
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .remove(&n)
+                });
+                if let (Some(waiter), Some(n)) = (waiter, n.as_u64()) {
+                    let _ = waiter.send(result_of(message, n));
+                }
+            }
+            _ => {}
+        }
+    }
+    alive.store(false, Ordering::Release);
+    let waiters: Vec<_> = pending
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .drain()
+        .collect();
+    for (_, waiter) in waiters {
+        let _ = waiter.send(Err(UpstreamError::Lost("the process exited".into())));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_response_is_found_among_complete_sse_events_only() {
+        let body = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
+        assert_eq!(
+            sse_response(body, Some(&json!(3))),
+            Some(json!({"jsonrpc": "2.0", "id": 3, "result": {}}))
+        );
+        assert_eq!(sse_response(&body[..body.len() - 1], Some(&json!(3))), None);
+        assert_eq!(sse_response(body, Some(&json!(4))), None);
+        let crlf = b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n";
+        assert!(sse_response(crlf, Some(&json!(1))).is_some());
+    }
+}

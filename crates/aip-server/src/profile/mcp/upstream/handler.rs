@@ -1,0 +1,128 @@
+//! An upstream MCP tool as an AIP capability handler: every call is a native action admitted
+//! before it reaches the upstream (schema, auth, tenant, idempotency, approvals), and its result,
+//! receipts and read model are the runtime's.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::ErrorCode;
+use aip_runtime::handler::{
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+};
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::client::{Upstream, UpstreamError};
+
+/// Calls one tool of one upstream.
+pub struct ToolHandler {
+    pub(super) upstream: Arc<Upstream>,
+    pub(super) tool: String,
+    /// Whether the tool may change something (then an interrupted call is an uncertain outcome).
+    pub(super) mutation: bool,
+    pub(super) timeout: Duration,
+}
+
+#[async_trait]
+impl ActionHandler for ToolHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync, Mode::Async]),
+            // Cancelling a mutation cannot prove it did not happen.
+            cancellable: !self.mutation,
+            mutation: self.mutation,
+            transactions: None,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let timeout = self.timeout.min(ctx.remaining());
+        let id = self.upstream.reserve_id();
+        let params = json!({ "name": self.tool, "arguments": input });
+        let call = self.upstream.request_as(id, "tools/call", params, timeout);
+        let outcome = tokio::select! {
+            outcome = call => outcome,
+            () = ctx.cancellation.cancelled(), if !self.mutation => {
+                self.upstream.cancel(id, "the AIP action was cancelled").await;
+                return Err(HandlerError::Cancelled);
+            }
+        };
+        match outcome {
+            Ok(result) => project(&result),
+            Err(err) => Err(self.failure(err)),
+        }
+    }
+}
+
+impl ToolHandler {
+    /// A transport failure after the request may have reached the upstream is an uncertain
+    /// outcome for a mutation (spec 19.3: never retried), a retryable failure for a read.
+    fn failure(&self, err: UpstreamError) -> HandlerError {
+        let failed = |code: ErrorCode, retryable: bool, message: String| HandlerError::Failed {
+            code: code.as_str().into(),
+            message,
+            retryable,
+        };
+        match err {
+            UpstreamError::Unavailable(m) => failed(
+                ErrorCode::ConnectorUnreachable,
+                true,
+                format!("{}: {m}", self.upstream.name),
+            ),
+            UpstreamError::Lost(_) | UpstreamError::Timeout if self.mutation => {
+                HandlerError::UncertainOutcome(format!(
+                    "upstream {} tool {}: {err}",
+                    self.upstream.name, self.tool
+                ))
+            }
+            UpstreamError::Lost(m) => failed(ErrorCode::ConnectorFailed, true, m),
+            UpstreamError::Timeout => failed(
+                ErrorCode::ConnectorFailed,
+                true,
+                "the upstream did not answer in time".into(),
+            ),
+            UpstreamError::Rpc { code, message } => failed(
+                ErrorCode::ConnectorProtocol,
+                false,
+                format!("upstream error {code}: {message}"),
+            ),
+            UpstreamError::Protocol(m) => failed(ErrorCode::ConnectorProtocol, false, m),
+        }
+    }
+}
+
+/// A `CallToolResult` as the action's output: `structuredContent` when the tool gives one, else
+/// `{"content": [...]}`; `isError` is a definite failure with the tool's text.
+fn project(result: &Value) -> Result<HandlerOutput, HandlerError> {
+    let text: Vec<&str> = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|c| {
+            c.iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let message: String = text.join("\n").chars().take(2048).collect();
+        return Err(HandlerError::Failed {
+            code: ErrorCode::ConnectorToolError.as_str().into(),
+            message: if message.is_empty() {
+                "the tool reported an error".into()
+            } else {
+                message
+            },
+            retryable: false,
+        });
+    }
+    let output = match result.get("structuredContent") {
+        Some(structured @ Value::Object(_)) => structured.clone(),
+        _ => json!({ "content": result.get("content").cloned().unwrap_or_else(|| json!([])) }),
+    };
+    Ok(HandlerOutput { output })
+}

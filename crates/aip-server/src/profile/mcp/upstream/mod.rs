@@ -1,0 +1,239 @@
+//! Upstream MCP servers as governed capabilities (`[[mcp_upstreams]]`): each allowed tool of a
+//! server `aip serve` starts (stdio) or reaches (Streamable HTTP) becomes a capability, so calls go
+//! through admission, idempotency, approvals, receipts and the read model like any other. The
+//! contract is conservative unless the operator overrides it per tool (spec 9.4): a tool is a
+//! mutation with external effects, not cancellable, not retried, and an interrupted call is an
+//! uncertain outcome.
+
+pub mod client;
+mod handler;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aip_core::{Capability, IdempotencyRequirement, RiskLevel, SideEffect};
+use aip_runtime::registry::CapabilityEntry;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use client::{Endpoint, Upstream};
+
+/// One `[[mcp_upstreams]]` entry.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamConfig {
+    /// Name (in messages and the default capability prefix).
+    pub name: String,
+    /// stdio: the program `aip serve` starts and supervises.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: its environment (besides `PATH` and `HOME`; nothing else is inherited).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// stdio: its working directory.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Streamable HTTP: the server's MCP URL.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Streamable HTTP: a file holding the bearer token to send.
+    #[serde(default)]
+    pub bearer_token_file: Option<PathBuf>,
+    /// Prefix of the capability ids; default `cap:mcp:<name>:`.
+    #[serde(default)]
+    pub capability_prefix: Option<String>,
+    /// The tools offered; absent: every tool the server lists.
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    /// Longest a tool call may take (also bounded by the action's deadline), ms.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    /// Per-tool contract overrides, by tool name.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, ToolOverride>,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    30_000
+}
+
+/// What an operator states about one upstream tool.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOverride {
+    /// Risk level (default `medium`).
+    #[serde(default)]
+    pub risk: Option<RiskLevel>,
+    /// Side effects (default `["write", "external_network"]`); `["read"]` makes the tool
+    /// cancellable and retryable.
+    #[serde(default)]
+    pub side_effects: Option<Vec<SideEffect>>,
+    /// Idempotency requirement (default `unsupported`).
+    #[serde(default)]
+    pub idempotency: Option<IdempotencyRequirement>,
+    /// An approval policy (spec 12.1 `ApprovalPolicy`) every call needs.
+    #[serde(default)]
+    pub approval: Option<Value>,
+}
+
+/// Connects every upstream and returns its tools as capabilities. An upstream that cannot be
+/// reached, a listed tool it does not offer, or a tool whose schema cannot be admitted stops
+/// startup with a message naming it.
+pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Vec<CapabilityEntry>, String> {
+    let mut entries = Vec::new();
+    for config in configs {
+        let endpoint = endpoint(config)?;
+        let upstream = Upstream::new(config.name.clone(), endpoint);
+        let tools = upstream
+            .list_tools()
+            .await
+            .map_err(|e| format!("mcp_upstreams {}: {e}", config.name))?;
+        let by_name: BTreeMap<&str, &Value> = tools
+            .iter()
+            .filter_map(|t| t.get("name").and_then(Value::as_str).map(|n| (n, t)))
+            .collect();
+        let wanted: Vec<&str> = match &config.tools {
+            Some(list) => list.iter().map(String::as_str).collect(),
+            None => by_name.keys().copied().collect(),
+        };
+        if let Some(unknown) = config
+            .overrides
+            .keys()
+            .find(|k| !wanted.contains(&k.as_str()))
+        {
+            return Err(format!(
+                "mcp_upstreams {}: override for {unknown}, which is not offered",
+                config.name
+            ));
+        }
+        let prefix = config
+            .capability_prefix
+            .clone()
+            .unwrap_or_else(|| format!("cap:mcp:{}:", config.name));
+        for name in wanted {
+            let tool = by_name.get(name).ok_or_else(|| {
+                format!(
+                    "mcp_upstreams {}: the server offers no tool {name}",
+                    config.name
+                )
+            })?;
+            let overrides = config.overrides.get(name).cloned().unwrap_or_default();
+            let (capability, mutation) = capability(&prefix, tool, &overrides)
+                .map_err(|e| format!("mcp_upstreams {} tool {name}: {e}", config.name))?;
+            let handler = handler::ToolHandler {
+                upstream: Arc::clone(&upstream),
+                tool: name.to_owned(),
+                mutation,
+                timeout: Duration::from_millis(config.call_timeout_ms),
+            };
+            entries.push(CapabilityEntry::from((
+                capability,
+                Arc::new(handler) as Arc<dyn aip_runtime::handler::ActionHandler>,
+            )));
+        }
+    }
+    Ok(entries)
+}
+
+fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
+    match (&config.command, &config.url) {
+        (Some(command), None) => Ok(Endpoint::Stdio {
+            command: command.clone(),
+            args: config.args.clone(),
+            env: config.env.clone().into_iter().collect(),
+            cwd: config.cwd.clone(),
+        }),
+        (None, Some(url)) => {
+            let bearer = match &config.bearer_token_file {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| {
+                            format!("mcp_upstreams {}: {}: {e}", config.name, path.display())
+                        })?
+                        .trim()
+                        .to_owned(),
+                ),
+                None => None,
+            };
+            Ok(Endpoint::Http {
+                url: url.clone(),
+                bearer,
+            })
+        }
+        _ => Err(format!(
+            "mcp_upstreams {}: set exactly one of command (stdio) or url (HTTP)",
+            config.name
+        )),
+    }
+}
+
+/// The capability of one upstream tool, and whether it is a mutation.
+fn capability(prefix: &str, tool: &Value, o: &ToolOverride) -> Result<(Capability, bool), String> {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+    let input_schema = tool
+        .get("inputSchema")
+        .cloned()
+        .ok_or("the tool has no inputSchema")?;
+    let output_schema = tool
+        .get("outputSchema")
+        .filter(|s| s.get("type").and_then(Value::as_str) == Some("object"))
+        .cloned();
+    let side_effects = o
+        .side_effects
+        .clone()
+        .unwrap_or_else(|| vec![SideEffect::Write, SideEffect::ExternalNetwork]);
+    let mutation = side_effects.iter().any(|e| *e != SideEffect::Read);
+    let requirement = o.idempotency.unwrap_or(IdempotencyRequirement::Unsupported);
+    let mut contract = json!({
+        "side_effects": side_effects,
+        "idempotency": { "requirement": requirement, "collision_behavior": "reject_conflict", "key_scope": "principal" },
+        "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": false,
+                       "supports_cancel": !mutation, "supports_retry": !mutation, "expected_completion": "any",
+                       "retry_safety": if mutation { "unsafe" } else { "safe" } },
+        "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false },
+    });
+    if let Some(approval) = &o.approval {
+        contract["approval"] = approval.clone();
+    }
+    let mut value = json!({
+        "id": format!("{prefix}{name}"),
+        "name": tool.get("title").and_then(Value::as_str).unwrap_or(name),
+        "kind": "tool",
+        "risk": o.risk.unwrap_or(RiskLevel::Medium),
+        "input_schema": input_schema,
+        "contract": contract,
+    });
+    if let Some(description) = tool.get("description").and_then(Value::as_str) {
+        value["description"] = json!(description.chars().take(4096).collect::<String>());
+    }
+    if let Some(output) = output_schema {
+        value["output_schema"] = output;
+    }
+    let capability: Capability = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    Ok((capability, mutation))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_upstream_tool_is_a_mutation_unless_its_operator_says_it_only_reads() {
+        let tool = json!({"name": "forecast", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": true}});
+        let (cap, mutation) = capability("cap:w:", &tool, &ToolOverride::default()).unwrap();
+        assert!(mutation, "a server's own hints are not trusted");
+        assert_eq!(cap.id.as_str(), "cap:w:forecast");
+        let read = ToolOverride {
+            side_effects: Some(vec![SideEffect::Read]),
+            ..ToolOverride::default()
+        };
+        let (cap, mutation) = capability("cap:w:", &tool, &read).unwrap();
+        assert!(!mutation);
+        assert!(cap.contract.unwrap().execution.supports_cancel);
+    }
+}

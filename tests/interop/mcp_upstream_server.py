@@ -1,0 +1,73 @@
+"""An upstream MCP server for `aip serve`'s `[[mcp_upstreams]]` tests, written with the official MCP
+Python SDK (pinned `mcp==2.3.0`, its `MCPServer`, formerly FastMCP).
+
+Usage: mcp_upstream_server.py stdio
+       mcp_upstream_server.py http PORT
+
+Tools: `add` (a read with structured output), `record` (a mutation that appends its note to the
+file named by $UPSTREAM_LOG, so a test can count executions), `fail` (answers isError), `slow`
+(sleeps `seconds`), and `hidden` (not in the test's allowlist).
+"""
+
+import asyncio
+import os
+import sys
+from typing import TypedDict
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("aip-test-upstream")
+
+
+class Sum(TypedDict):
+    sum: int
+
+
+class Recorded(TypedDict):
+    recorded: str
+
+
+class Slept(TypedDict):
+    slept: float
+
+
+@server.tool()
+def add(a: int, b: int) -> Sum:
+    """Add two integers."""
+    return {"sum": a + b}
+
+
+@server.tool()
+def record(note: str) -> Recorded:
+    """Append a note to the log (a side effect)."""
+    path = os.environ.get("UPSTREAM_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(note + "\n")
+    return {"recorded": note}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise ValueError(f"refused: {reason}")
+
+
+@server.tool()
+async def slow(seconds: float) -> Slept:
+    """Sleeps, then answers."""
+    await asyncio.sleep(seconds)
+    return {"slept": seconds}
+
+
+@server.tool()
+def hidden() -> str:
+    """Not offered through aip."""
+    return "hidden"
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
