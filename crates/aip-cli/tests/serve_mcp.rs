@@ -1167,3 +1167,40 @@ messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
         .await;
     assert_eq!(missing.body["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn the_development_principal_is_refused_off_loopback_and_never_used_when_credentials_are_sent()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let alice = token_file(dir.path(), "alice.token", ALICE);
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n\n[mcp]\ndev_principal = \"alice\"\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path().join("off-loopback"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
+
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    // No credentials on /mcp: the development principal.
+    let mut anonymous = Mcp::new(&server.base, None);
+    anonymous.open("2025-11-25").await;
+    // A wrong token is still refused, and the native API never takes the development principal.
+    let mut wrong = Mcp::new(&server.base, Some("wrong-token"));
+    let refused = wrong
+        .call("initialize", json!({"protocolVersion": "2025-11-25"}))
+        .await;
+    assert_eq!(refused.status, 401);
+    assert_eq!(server.anonymous().get("/aip/v1/actions").await.0, 401);
+}

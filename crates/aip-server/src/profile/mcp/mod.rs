@@ -88,6 +88,11 @@ pub struct McpConfig {
     /// Prompt templates offered by `prompts/list` and `prompts/get`.
     #[serde(default)]
     pub prompts: Vec<resources::PromptConfig>,
+    /// Development only: a configured principal that MCP requests without any `Authorization`
+    /// header act as (for clients that cannot send one, such as the MCP conformance suite).
+    /// Refused at startup unless `aip serve` listens on a loopback address.
+    #[serde(default)]
+    pub dev_principal: Option<String>,
 }
 
 impl Default for McpConfig {
@@ -96,6 +101,7 @@ impl Default for McpConfig {
             enabled: true,
             oauth: None,
             prompts: Vec::new(),
+            dev_principal: None,
         }
     }
 }
