@@ -12,7 +12,7 @@ mod facade;
 mod legacy;
 pub mod oauth;
 pub mod resources;
-mod rpc;
+pub mod rpc;
 mod tasks;
 mod tools;
 mod transport;

@@ -104,6 +104,36 @@ impl Message {
     }
 }
 
+/// A POST body: one message, or a batch of them (each classified on its own).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Body {
+    /// One message.
+    Single(Message),
+    /// A JSON array of messages.
+    Batch(Vec<Result<Message, Invalid>>),
+}
+
+/// Decodes a POST body: JSON first (serde_json's recursion limit bounds the depth; the transport
+/// has bounded the size), then each message's shape. `Err` is the error to answer: a parse error
+/// (-32700) or an invalid request (-32600), with the request id when one was readable.
+pub fn decode(bytes: &[u8]) -> Result<Body, (i64, Invalid)> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|_| {
+        (
+            PARSE_ERROR,
+            Invalid {
+                id: Value::Null,
+                message: "the body is not JSON",
+            },
+        )
+    })?;
+    match value {
+        Value::Array(items) => Ok(Body::Batch(items.iter().map(Message::parse).collect())),
+        other => Message::parse(&other)
+            .map(Body::Single)
+            .map_err(|invalid| (INVALID_REQUEST, invalid)),
+    }
+}
+
 /// A success response.
 pub fn result(id: &Value, result: Value) -> Value {
     json!({ "jsonrpc": "2.0", "id": id, "result": result })
@@ -135,6 +165,21 @@ mod tests {
         ));
         let response = json!({"jsonrpc": "2.0", "id": "a", "result": {}});
         assert_eq!(Message::parse(&response), Ok(Message::Response));
+    }
+
+    #[test]
+    fn a_body_decodes_as_one_message_or_a_batch_and_bad_json_is_a_parse_error() {
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Body::Single(_))
+        ));
+        assert!(
+            matches!(decode(br#"[{"jsonrpc":"2.0","method":"x"}, 3]"#), Ok(Body::Batch(b)) if b.len() == 2 && b[1].is_err())
+        );
+        assert_eq!(decode(b"{nope").unwrap_err().0, PARSE_ERROR);
+        assert_eq!(decode(b"17").unwrap_err().0, INVALID_REQUEST);
+        let deep = format!("{}{}", "[".repeat(500), "]".repeat(500));
+        assert_eq!(decode(deep.as_bytes()).unwrap_err().0, PARSE_ERROR);
     }
 
     #[test]

@@ -68,12 +68,12 @@ pub async fn post(
         Ok(v) => v,
         Err(response) => return response,
     };
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(value) => value,
-        Err(_) => {
+    let decoded = match rpc::decode(&body) {
+        Ok(decoded) => decoded,
+        Err((code, invalid)) => {
             return http_json(
                 StatusCode::BAD_REQUEST,
-                rpc::error(&Value::Null, rpc::PARSE_ERROR, "the body is not JSON", None),
+                rpc::error(&invalid.id, code, invalid.message, None),
             );
         }
     };
@@ -85,17 +85,9 @@ pub async fn post(
         mcp: &mcp,
         caller: &caller,
     };
-    if let Value::Array(batch) = &value {
-        return endpoint.batch(batch, session_id, header_version).await;
-    }
-    let message = match Message::parse(&value) {
-        Ok(message) => message,
-        Err(invalid) => {
-            return http_json(
-                StatusCode::BAD_REQUEST,
-                rpc::error(&invalid.id, rpc::INVALID_REQUEST, invalid.message, None),
-            );
-        }
+    let message = match decoded {
+        rpc::Body::Batch(batch) => return endpoint.batch(batch, session_id, header_version).await,
+        rpc::Body::Single(message) => message,
     };
     match (&message, session_id) {
         (Message::Request { id, method, params }, None) if method == "initialize" => {
@@ -534,7 +526,7 @@ impl Endpoint<'_> {
     /// A JSON-RPC batch: accepted only on a 2025-03-26 session (the one version that has them).
     async fn batch(
         &self,
-        batch: &[Value],
+        batch: Vec<Result<Message, rpc::Invalid>>,
         session_id: Option<&str>,
         header: Option<Version>,
     ) -> Response {
@@ -559,8 +551,8 @@ impl Endpoint<'_> {
             return refuse("a batch holds 1-64 messages");
         }
         let mut replies = Vec::new();
-        for value in batch {
-            match Message::parse(value) {
+        for item in batch {
+            match item {
                 Ok(Message::Request { id, method, .. }) if method == "initialize" => {
                     replies.push(rpc::error(
                         &id,
