@@ -332,12 +332,62 @@ async fn the_official_mcp_conformance_suite_passes_every_scenario_outside_its_ba
     let dir = tempfile::tempdir().unwrap();
     let alice = token_file(dir.path(), "alice.token", ALICE);
     let config = dir.path().join("aip.toml");
-    // The suite sends no credentials: the loopback-only development principal stands in.
+    // The suite's fixtures this configuration can express: its resources and prompts. It sends no
+    // credentials: the loopback-only development principal stands in.
+    let root = dir.path().join("files");
+    std::fs::create_dir_all(&root).unwrap();
+    // A 1x1 PNG.
+    let png = [
+        0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d, 0x49, 0x48, 0x44, 0x52, 0,
+        0, 0, 1, 0, 0, 0, 1, 8, 6, 0, 0, 0, 0x1f, 0x15, 0xc4, 0x89, 0, 0, 0, 0x0d, 0x49, 0x44,
+        0x41, 0x54, 0x78, 0x9c, 0x63, 0xf8, 0xcf, 0xc0, 0xf0, 0x1f, 0, 0x05, 0, 0x01, 0xff, 0x89,
+        0x99, 0x3d, 0x1d, 0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ];
+    std::fs::write(root.join("pixel.png"), png).unwrap();
     std::fs::write(
         &config,
         format!(
-            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n\n[mcp]\ndev_principal = \"alice\"\n",
-            alice.display()
+            r#"resource_root = "{root}"
+
+[[principals]]
+id = "alice"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{alice}"
+
+[mcp]
+dev_principal = "alice"
+
+[[resources]]
+id = "test://static-text"
+name = "static text"
+mime_type = "text/plain"
+tenant_id = "default"
+access = {{ public = true }}
+text = "This is the content of the static text resource."
+
+[[resources]]
+id = "test://static-binary"
+name = "static binary"
+mime_type = "image/png"
+tenant_id = "default"
+access = {{ public = true }}
+file = "pixel.png"
+
+[[mcp.prompts]]
+name = "test_simple_prompt"
+description = "A simple prompt"
+messages = [{{ role = "user", text = "This is a simple prompt for testing." }}]
+
+[[mcp.prompts]]
+name = "test_prompt_with_arguments"
+description = "A prompt with arguments"
+arguments = [{{ name = "arg1", required = true }}, {{ name = "arg2", required = true }}]
+messages = [{{ role = "user", text = "Prompt with arguments: arg1='{{{{arg1}}}}', arg2='{{{{arg2}}}}'" }}]
+"#,
+            root = root.display(),
+            alice = alice.display()
         ),
     )
     .unwrap();

@@ -25,7 +25,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn the_core_store_and_runtime_carry_no_mcp_or_a2a_types_or_dependencies() {
     for name in ["aip-core", "aip-store", "aip-runtime"] {
         let dir = crate_dir(name);
-        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap().to_lowercase();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml"))
+            .unwrap()
+            .to_lowercase();
         for foreign in ["mcp", "a2a", "rmcp"] {
             assert!(
                 !manifest

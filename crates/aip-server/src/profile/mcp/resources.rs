@@ -203,9 +203,18 @@ pub fn prompts_list(prompts: &[PromptConfig], version: Version) -> Value {
             let arguments: Vec<Value> = p
                 .arguments
                 .iter()
-                .map(|a| json!({ "name": a.name, "description": a.description, "required": a.required }))
+                .map(|a| {
+                    let mut argument = json!({ "name": a.name, "required": a.required });
+                    if let Some(d) = &a.description {
+                        argument["description"] = json!(d);
+                    }
+                    argument
+                })
                 .collect();
-            let mut item = json!({ "name": p.name, "description": p.description, "arguments": arguments });
+            let mut item = json!({ "name": p.name, "arguments": arguments });
+            if let Some(d) = &p.description {
+                item["description"] = json!(d);
+            }
             if version >= Version::V2025_06_18
                 && let Some(title) = &p.title
             {

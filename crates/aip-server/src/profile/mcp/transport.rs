@@ -401,6 +401,15 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
+            // Accepted and checked; this server emits no log notifications, so every level
+            // filters them all.
+            "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
+                Some(
+                    "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert"
+                    | "emergency",
+                ) => rpc::result(id, json!({})),
+                _ => rpc::error(id, rpc::INVALID_PARAMS, "unknown log level", None),
+            },
             "resources/list"
             | "resources/read"
             | "resources/templates/list"
@@ -586,6 +595,7 @@ pub(super) fn init_result(version: Version, prompts: bool) -> Value {
     let mut capabilities = json!({
         "tools": { "listChanged": false },
         "resources": { "subscribe": false, "listChanged": false },
+        "logging": {},
     });
     if prompts {
         capabilities["prompts"] = json!({ "listChanged": false });
