@@ -1204,3 +1204,35 @@ async fn the_development_principal_is_refused_off_loopback_and_never_used_when_c
     assert_eq!(refused.status, 401);
     assert_eq!(server.anonymous().get("/aip/v1/actions").await.0, 401);
 }
+
+#[tokio::test]
+async fn a_shutdown_ends_open_legacy_streams_instead_of_waiting_for_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = server(dir.path());
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let open = http
+        .get(format!("http://{}/mcp/legacy/sse", server.base))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    let mut stream = support::SseReader::new(open);
+    assert_eq!(stream.next().await.unwrap().name, "endpoint");
+    let pid = server.child.id().to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // The stream ends and the process exits on its own, well before any client gives up.
+    assert!(stream.rest().await.is_empty());
+    let mut exited = false;
+    for _ in 0..100 {
+        if server.child.try_wait().unwrap().is_some() {
+            exited = true;
+            break;
+        }
+        support::pause(100).await;
+    }
+    assert!(exited, "aip serve did not exit with a legacy stream open");
+}
