@@ -41,6 +41,21 @@ fn python() -> Result<PathBuf, String> {
     }
 }
 
+/// A server where alice (token [`ALICE`]) may invoke the demo capabilities.
+fn alice_server(dir: &Path) -> Server {
+    let alice = token_file(dir, "alice.token", ALICE);
+    let config = dir.join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streamable_http_and_legacy_sse()
  {
@@ -52,17 +67,7 @@ async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streama
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let alice = token_file(dir.path(), "alice.token", ALICE);
-    let config = dir.path().join("aip.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n",
-            alice.display()
-        ),
-    )
-    .unwrap();
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let server = alice_server(dir.path());
     let probe = workspace().join("tests/interop/mcp_probe.py");
     let runs = [
         ("auto", "streamable"),
@@ -196,17 +201,7 @@ async fn the_official_typescript_sdks_negotiate_list_call_and_abort_over_streama
         }
     };
     let dir = tempfile::tempdir().unwrap();
-    let alice = token_file(dir.path(), "alice.token", ALICE);
-    let config = dir.path().join("aip.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n",
-            alice.display()
-        ),
-    )
-    .unwrap();
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let server = alice_server(dir.path());
     let probe = workspace().join("tests/interop/mcp_probe.cjs");
     let runs = [
         ("v2", "streamable", ""),

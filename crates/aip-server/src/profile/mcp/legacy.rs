@@ -157,13 +157,7 @@ pub async fn message(
 ) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => {
-            return http_error(
-                rejection.status(),
-                rpc::INVALID_REQUEST,
-                &rejection.body_text(),
-            );
-        }
+        Err(rejection) => return super::transport::body_refused(&rejection),
     };
     if media_type(&headers).as_deref() != Some("application/json") {
         return http_error(

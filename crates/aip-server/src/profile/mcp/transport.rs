@@ -42,13 +42,7 @@ pub async fn post(
 ) -> Response {
     let body = match body {
         Ok(body) => body,
-        Err(rejection) => {
-            return http_error(
-                rejection.status(),
-                rpc::INVALID_REQUEST,
-                &rejection.body_text(),
-            );
-        }
+        Err(rejection) => return body_refused(&rejection),
     };
     if !accepts(&headers, &["application/json", "text/event-stream"]) {
         return http_error(
@@ -667,6 +661,15 @@ fn discover(id: &Value) -> Response {
             "Unsupported protocol version: this server negotiates with initialize",
             Some(json!({ "supported": supported })),
         ),
+    )
+}
+
+/// A body refused while it was read (413 over the limit), as a JSON-RPC error.
+pub(super) fn body_refused(rejection: &BytesRejection) -> Response {
+    http_error(
+        rejection.status(),
+        rpc::INVALID_REQUEST,
+        &rejection.body_text(),
     )
 }
 
