@@ -59,6 +59,8 @@ async function probe() {
   out.tools = tools.tools.map((x) => x.name);
   const echo = await call(client, { name: 'demo_echo', arguments: { hello: 'ts' } });
   out.echo = { is_error: !!echo.isError, structured: echo.structuredContent ?? null, action_id: metaOf(echo).action_id };
+  const status = await call(client, { name: 'aip_action_status', arguments: { action_id: metaOf(echo).action_id } });
+  out.facade = { is_error: !!status.isError, text: status.content && status.content[0] ? status.content[0].text : null };
   const transfer = await call(client, { name: 'demo_transfer', arguments: { amount_minor: 300, to: 'acct-ts' } });
   out.transfer = { is_error: !!transfer.isError, texts: transfer.content.filter((c) => c.type === 'text').map((c) => c.text) };
   out.keyed = [];

@@ -53,6 +53,9 @@ async def probe(url: str, token: str, mode: str) -> dict:
                 "structured": echo_result.structured_content,
                 "action_id": meta_of(echo_result).get("action_id"),
             }
+            # A facade tool: the native status of the echo action.
+            status = await c.call_tool("aip_action_status", {"action_id": meta_of(echo_result).get("action_id")})
+            out["facade"] = {"is_error": status.is_error, "text": status.content[0].text if status.content else None}
             transfer = await c.call_tool("demo_transfer", {"amount_minor": 250, "to": "acct-sdk"})
             out["transfer"] = {
                 "is_error": transfer.is_error,

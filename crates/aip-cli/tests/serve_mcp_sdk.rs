@@ -113,6 +113,13 @@ async fn the_official_python_sdk_negotiates_lists_calls_and_cancels_over_streama
             assert!(tools.contains(&t), "{mode}: {tools:?}");
         }
         assert_eq!(seen["echo"]["is_error"], false);
+        // The facade answers with the native message: the echo action is completed.
+        assert_eq!(seen["facade"]["is_error"], false, "{seen}");
+        let facade: Value = serde_json::from_str(seen["facade"]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            facade["body"]["action_status"]["state"], "completed",
+            "{seen}"
+        );
         assert_eq!(seen["transfer"]["is_error"], true, "{seen}");
         if legacy {
             assert_eq!(seen["echo_title"], Value::Null);
@@ -259,6 +266,11 @@ async fn the_official_typescript_sdks_negotiate_list_call_and_abort_over_streama
             assert!(tools.contains(&t), "{run}: {tools:?}");
         }
         assert_eq!(seen["echo"]["is_error"], false, "{run}: {seen}");
+        let facade: Value = serde_json::from_str(seen["facade"]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            facade["body"]["action_status"]["state"], "completed",
+            "{run}: {seen}"
+        );
         if !legacy {
             assert_eq!(seen["echo"]["structured"], json!({"hello": "ts"}), "{run}");
         }
