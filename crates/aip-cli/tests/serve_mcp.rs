@@ -1028,7 +1028,47 @@ async fn a_call_asking_for_progress_is_answered_as_a_stream_of_progress_then_its
     let mut reader = support::SseReader::new(response);
     let first = reader.next().await.unwrap();
     assert_eq!(first.data["params"]["progressToken"], 7);
+    assert!(!first.id.is_empty(), "progress events carry resumable ids");
     drop(reader);
+    // Resumed with Last-Event-ID: the progress not seen yet, then the response, once.
+    let resume = |client: &Mcp, last: &str| {
+        client
+            .request(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .header("last-event-id", last)
+            .send()
+    };
+    let resumed = resume(&mcp, &first.id).await.unwrap();
+    assert_eq!(resumed.status(), 200);
+    let events = support::SseReader::new(resumed).rest().await;
+    let (last, progress) = events.split_last().unwrap();
+    let first_step = first.data["params"]["progress"].as_u64().unwrap();
+    assert!(!progress.is_empty());
+    assert!(
+        progress
+            .iter()
+            .all(|e| e.data["params"]["progress"].as_u64().unwrap() > first_step)
+    );
+    assert_eq!(last.data["id"], 10);
+    assert_eq!(
+        last.data["result"]["structuredContent"],
+        json!({"count": 20})
+    );
+    // The event id resumes nothing for another session or principal, and a forged one is refused.
+    let mut other = Mcp::new(&server.base, Some(ALICE));
+    other.open("2025-06-18").await;
+    assert_eq!(resume(&other, &first.id).await.unwrap().status(), 404);
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.open("2025-06-18").await;
+    assert_eq!(resume(&bob, &first.id).await.unwrap().status(), 404);
+    assert_eq!(
+        resume(&mcp, "act_x~e30~forged").await.unwrap().status(),
+        400
+    );
+    assert_eq!(resume(&mcp, "garbage").await.unwrap().status(), 400);
+    let (stem, _) = first.id.rsplit_once('~').unwrap();
+    let forged_cursor = format!("{stem}~AAAA");
+    assert_eq!(resume(&mcp, &forged_cursor).await.unwrap().status(), 400);
     let (_, list) = server
         .client(ALICE)
         .get("/aip/v1/actions?capability_id=cap:demo:count")

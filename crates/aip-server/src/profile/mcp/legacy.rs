@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::rpc::{self, Message};
+use super::tools::Outgoing;
 use super::transport::{
     Endpoint, http_error, http_json, init_result, media_type, session_not_found,
 };
@@ -35,10 +36,10 @@ const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Open legacy streams on this node, by session id.
 #[derive(Debug, Default)]
-pub struct Streams(Mutex<HashMap<String, mpsc::Sender<Value>>>);
+pub struct Streams(Mutex<HashMap<String, mpsc::Sender<Outgoing>>>);
 
 impl Streams {
-    fn insert(&self, session: &str, tx: mpsc::Sender<Value>) {
+    fn insert(&self, session: &str, tx: mpsc::Sender<Outgoing>) {
         if let Ok(mut map) = self.0.lock() {
             map.insert(session.to_owned(), tx);
         }
@@ -50,7 +51,7 @@ impl Streams {
         }
     }
 
-    fn sender(&self, session: &str) -> Option<mpsc::Sender<Value>> {
+    fn sender(&self, session: &str) -> Option<mpsc::Sender<Outgoing>> {
         self.0.lock().ok().and_then(|map| map.get(session).cloned())
     }
 }
@@ -111,7 +112,7 @@ pub async fn open(
             );
         }
     };
-    let (tx, rx) = mpsc::channel::<Value>(STREAM_QUEUE);
+    let (tx, rx) = mpsc::channel::<Outgoing>(STREAM_QUEUE);
     mcp.legacy.insert(&session, tx);
     let endpoint = Event::default()
         .event("endpoint")
@@ -130,7 +131,9 @@ pub async fn open(
             () = crate::http::shutting_down() => None,
         };
         let message = message?;
-        let event = Event::default().event("message").data(message.to_string());
+        let event = Event::default()
+            .event("message")
+            .data(message.message.to_string());
         Some((Ok::<Event, Infallible>(event), (rx, guard)))
     });
     Sse::new(futures_util::StreamExt::chain(first, rest))
@@ -256,6 +259,10 @@ pub async fn message(
                 )
                 .await
                 .unwrap_or(Value::Null)
+        };
+        let reply = Outgoing {
+            id: None,
+            message: reply,
         };
         if stream.send_timeout(reply, SEND_TIMEOUT).await.is_err() {
             tracing::info!(session = %session_id, "legacy MCP reply dropped: the stream is gone or stalled");

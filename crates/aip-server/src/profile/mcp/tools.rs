@@ -255,7 +255,50 @@ pub struct Call<'a> {
 
 /// The outgoing channel of a call's progress notifications (a response stream, or a legacy
 /// session's stream).
-pub type Progress = tokio::sync::mpsc::Sender<Value>;
+pub type Progress = tokio::sync::mpsc::Sender<Outgoing>;
+
+/// A message for a stream, with the SSE event id a client may resume after (`Last-Event-ID`).
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    /// Event id, when the event can be resumed after.
+    pub id: Option<String>,
+    /// The JSON-RPC message.
+    pub message: Value,
+}
+
+/// The SSE event id of a call's progress at `position`: the action, the request id and progress
+/// token (to answer a resumed stream), and the native stream cursor, bound to this reader and
+/// action, so it resumes on any node and cannot be replayed by another principal.
+pub fn event_id(
+    runtime: &Runtime,
+    caller: &Caller,
+    action_id: &str,
+    (request_id, token): (&Value, &Value),
+    position: aip_runtime::StreamPosition,
+) -> String {
+    use base64::Engine;
+    let call = json!({ "r": request_id, "t": token }).to_string();
+    let call = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(call);
+    let cursor = runtime.stream_cursor(caller, action_id, position);
+    format!("{action_id}~{call}~{cursor}")
+}
+
+/// The parts of an [`event_id`]: action id, request id, progress token, cursor.
+pub fn parse_event_id(id: &str) -> Option<(String, Value, Value, String)> {
+    use base64::Engine;
+    let mut parts = id.splitn(3, '~');
+    let (action, call, cursor) = (parts.next()?, parts.next()?, parts.next()?);
+    let call = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(call)
+        .ok()?;
+    let call: Value = serde_json::from_slice(&call).ok()?;
+    Some((
+        action.to_owned(),
+        call.get("r")?.clone(),
+        call.get("t")?.clone(),
+        cursor.to_owned(),
+    ))
+}
 
 /// Answer of a `tools/call`: a `CallToolResult`, or a JSON-RPC error (code, message).
 pub type CallOutcome = Result<Value, (i64, String)>;
@@ -364,7 +407,7 @@ pub async fn call(
         state,
         call.caller,
         request,
-        &action_id,
+        (&action_id, call.request_id),
         progress.as_ref(),
     )
     .await;
@@ -496,33 +539,81 @@ async fn run(
     state: &super::McpState,
     caller: &Caller,
     request: ActionRequest,
-    action_id: &str,
+    (action_id, request_id): (&str, &Value),
     progress: Option<&(Progress, Value)>,
 ) -> Result<Finished, RuntimeError> {
     match runtime.submit_action(caller, request).await? {
         Submitted::Result { result, .. } => Ok(Finished::Result(result)),
         Submitted::AwaitingApproval { approval_id, .. } => Ok(Finished::Approval(approval_id)),
         Submitted::Ack(_) => match progress {
-            Some((sink, token)) => follow(runtime, state, caller, action_id, sink, token).await,
+            Some((sink, token)) => {
+                let stream = Followed {
+                    action_id,
+                    request_id,
+                    token,
+                    after: 0,
+                };
+                follow(runtime, state, caller, stream, sink).await
+            }
             None => wait(runtime, state, caller, action_id).await,
         },
         _ => Ok(Finished::StillRunning),
     }
 }
 
-/// Waits for a queued action's outcome, sending one `notifications/progress` per stream chunk.
-/// A reader gone away stops the notifications, never the action.
+/// The stream a call's progress follows.
+pub struct Followed<'a> {
+    /// The action.
+    pub action_id: &'a str,
+    /// The JSON-RPC request id of the call.
+    pub request_id: &'a Value,
+    /// Its progress token.
+    pub token: &'a Value,
+    /// The chunk sequence to resume after (0: from the start).
+    pub after: u64,
+}
+
+/// The `CallToolResult` a resumed stream ends with, once the action is terminal.
+pub async fn follow_to_result(
+    runtime: &Arc<Runtime>,
+    state: &super::McpState,
+    caller: &Caller,
+    stream: Followed<'_>,
+    sink: &Progress,
+    version: Version,
+) -> CallOutcome {
+    let action_id = stream.action_id.to_owned();
+    match follow(runtime, state, caller, stream, sink).await {
+        Ok(Finished::Result(result)) => Ok(project(&result, version)),
+        Ok(_) => Ok(tool_error(
+            &format!("action {action_id} is still running; its outcome is not known yet"),
+            json!({ "action_id": action_id, "status": "running" }),
+        )),
+        Err(err) => Err((super::rpc::INTERNAL_ERROR, err.to_string())),
+    }
+}
+
+/// Waits for a queued action's outcome, sending one `notifications/progress` per stream chunk,
+/// each with the event id a client may resume after. A reader gone away stops the notifications,
+/// never the action.
 async fn follow(
     runtime: &Arc<Runtime>,
     state: &super::McpState,
     caller: &Caller,
-    action_id: &str,
+    stream: Followed<'_>,
     sink: &Progress,
-    token: &Value,
 ) -> Result<Finished, RuntimeError> {
+    let Followed {
+        action_id,
+        request_id,
+        token,
+        after,
+    } = stream;
     let started = std::time::Instant::now();
     let idle = std::time::Duration::from_millis(runtime.max_wait_ms().max(1));
-    let mut follower = runtime.follow_action(caller, action_id, 0, idle).await?;
+    let mut follower = runtime
+        .follow_action(caller, action_id, after, idle)
+        .await?;
     loop {
         if started.elapsed().as_millis() as u64 >= state.max_call_wait_ms {
             return Ok(Finished::StillRunning);
@@ -546,7 +637,14 @@ async fn follow(
                 if sink.is_closed() {
                     return wait(runtime, state, caller, action_id).await;
                 }
-                let _ = sink.send(note).await;
+                let position = aip_runtime::StreamPosition::After(chunk.sequence);
+                let id = event_id(runtime, caller, action_id, (request_id, token), position);
+                let _ = sink
+                    .send(Outgoing {
+                        id: Some(id),
+                        message: note,
+                    })
+                    .await;
             }
             Some(aip_runtime::StreamItem::Result(result)) => {
                 return Ok(Finished::Result(result));

@@ -17,7 +17,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
 
 use super::rpc::{self, Message};
-use super::tools::{self, Call, Progress};
+use super::tools::{self, Call, Outgoing, Progress};
 use super::{McpState, Version};
 use crate::http::AppState;
 
@@ -125,17 +125,61 @@ pub async fn post(
     }
 }
 
-/// `GET /mcp`: this server opens no standalone stream yet (spec-allowed; both SDKs accept 405).
-pub async fn get() -> Response {
-    let mut response = http_error(
-        StatusCode::METHOD_NOT_ALLOWED,
-        rpc::INVALID_REQUEST,
-        "this server offers no standalone SSE stream",
-    );
-    response
-        .headers_mut()
-        .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
-    response
+/// `GET /mcp`: with `Last-Event-ID`, resumes a call's response stream of the caller's session;
+/// without, 405 (no standalone server-to-client stream; spec-allowed, both SDKs accept it).
+pub async fn get(
+    State(app): State<AppState>,
+    Extension(mcp): Extension<Arc<McpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(last) = headers.get("last-event-id") else {
+        let mut response = http_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            rpc::INVALID_REQUEST,
+            "this server offers no standalone SSE stream",
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        return response;
+    };
+    if !accepts(&headers, &["text/event-stream"]) {
+        return http_error(
+            StatusCode::NOT_ACCEPTABLE,
+            rpc::INVALID_REQUEST,
+            "Accept must admit text/event-stream",
+        );
+    }
+    let header_version = match header_version(&headers) {
+        Ok(v) => v,
+        Err(response) => return response,
+    };
+    let Some(session_id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            rpc::INVALID_REQUEST,
+            "Mcp-Session-Id is required",
+        );
+    };
+    let endpoint = Endpoint {
+        app: &app,
+        mcp: &mcp,
+        caller: &caller,
+    };
+    let session = match endpoint.session(session_id, header_version).await {
+        Ok(session) if !session.legacy => session,
+        Ok(_) => return session_not_found(),
+        Err(response) => return response,
+    };
+    let Ok(last) = last.to_str() else {
+        return http_error(
+            StatusCode::BAD_REQUEST,
+            rpc::INVALID_REQUEST,
+            "Last-Event-ID is not text",
+        );
+    };
+    resume(endpoint, session, last).await
 }
 
 /// `DELETE /mcp`: ends the session; admitted actions run on (spec 20.1: losing a connection or a
@@ -622,7 +666,7 @@ fn progress_stream(
     session: Session,
     message: Message,
 ) -> Response {
-    let (tx, rx) = tokio::sync::mpsc::channel::<Value>(PROGRESS_QUEUE);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Outgoing>(PROGRESS_QUEUE);
     let heartbeat = app.streaming.heartbeat;
     tokio::spawn(async move {
         let endpoint = Endpoint {
@@ -634,19 +678,101 @@ fn progress_stream(
             .one_with_progress(&session, message, Some(tx.clone()))
             .await;
         if let Some(reply) = reply {
-            let _ = tx.send(reply).await;
+            let _ = tx
+                .send(Outgoing {
+                    id: None,
+                    message: reply,
+                })
+                .await;
         }
     });
+    sse_response(rx, heartbeat)
+}
+
+/// The SSE response carrying `rx`'s messages (with their event ids) until the sender is done.
+fn sse_response(
+    rx: tokio::sync::mpsc::Receiver<Outgoing>,
+    heartbeat: std::time::Duration,
+) -> Response {
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        let message = rx.recv().await?;
-        let event = axum::response::sse::Event::default()
+        let out = rx.recv().await?;
+        let mut event = axum::response::sse::Event::default()
             .event("message")
-            .data(message.to_string());
+            .data(out.message.to_string());
+        if let Some(id) = out.id {
+            event = event.id(id);
+        }
         Some((Ok::<_, std::convert::Infallible>(event), rx))
     });
     axum::response::sse::Sse::new(events)
         .keep_alive(axum::response::sse::KeepAlive::new().interval(heartbeat))
         .into_response()
+}
+
+/// `GET /mcp` with `Last-Event-ID`: resumes a call's response stream after that event, with the
+/// progress it has not seen and then its response. Only the session's own calls resume, for the
+/// principal that made them (the cursor is bound to the reader and the action); any other id, or
+/// one that does not decode, is refused (404 or 400), never answered with data.
+async fn resume(endpoint: Endpoint<'_>, session: Session, last_event_id: &str) -> Response {
+    let bad = || {
+        http_error(
+            StatusCode::BAD_REQUEST,
+            rpc::INVALID_REQUEST,
+            "Last-Event-ID is not an event of this session's streams",
+        )
+    };
+    let Some((action_id, request_id, token, cursor)) = tools::parse_event_id(last_event_id) else {
+        return bad();
+    };
+    let runtime = &endpoint.app.runtime;
+    match runtime.visible_action(endpoint.caller, &action_id).await {
+        // A call of this session, or a keyed call (which belongs to no session) of this principal.
+        Ok(record)
+            if record.session_id.as_deref() == Some(session.id.as_str())
+                || (record.session_id.is_none() && record.principal == endpoint.caller.id) => {}
+        Ok(_) | Err(RuntimeError::NotFound(_)) => return session_not_found(),
+        Err(err) => {
+            return http_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                rpc::INTERNAL_ERROR,
+                &err.to_string(),
+            );
+        }
+    }
+    let after = match runtime.parse_stream_cursor(endpoint.caller, &action_id, &cursor) {
+        Ok(aip_runtime::StreamPosition::After(n)) => n,
+        Ok(aip_runtime::StreamPosition::End) => u64::MAX,
+        Err(_) => return bad(),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Outgoing>(PROGRESS_QUEUE);
+    let heartbeat = endpoint.app.streaming.heartbeat;
+    let (app, mcp, caller) = (
+        endpoint.app.clone(),
+        Arc::clone(endpoint.mcp),
+        endpoint.caller.clone(),
+    );
+    let version = session.version;
+    tokio::spawn(async move {
+        let stream = tools::Followed {
+            action_id: &action_id,
+            request_id: &request_id,
+            token: &token,
+            after: if after == u64::MAX { 0 } else { after },
+        };
+        let reply = match tools::follow_to_result(&app.runtime, &mcp, &caller, stream, &tx, version)
+            .await
+        {
+            Ok(result) => rpc::result(&request_id, result),
+            Err((code, message)) => rpc::error(&request_id, code, &message, None),
+        };
+        let _ = tx
+            .send(Outgoing {
+                id: None,
+                message: reply,
+            })
+            .await;
+    });
+    sse_response(rx, heartbeat)
 }
 
 /// A newer client's `server/discover` probe: the handshake era's answer, so it falls back to
