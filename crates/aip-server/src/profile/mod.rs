@@ -3,3 +3,4 @@
 //! same runtime entry points as the native bindings.
 
 pub mod mcp;
+pub mod webhook;
