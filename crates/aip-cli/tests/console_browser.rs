@@ -363,14 +363,23 @@ async fn the_consoles_live_stream_resumes_across_cut_connections_with_every_chun
         .admin()
         .act(
             json!({ "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming",
-                     "input": { "n": 60, "interval_ms": 60 } }),
+                     "input": { "n": 60, "interval_ms": 120 } }),
         )
         .await;
     assert_eq!(status, 202, "{reply}");
-    let cutter = tokio::spawn(async move {
-        for _ in 0..6 {
-            tokio::time::sleep(std::time::Duration::from_millis(700)).await;
-            let _ = cut.send(());
+    // Cuts every 700 ms while the browser runs (bounded), so a slow browser start under load
+    // still meets a live stream to cut.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cutter = tokio::spawn({
+        let done = std::sync::Arc::clone(&done);
+        async move {
+            for _ in 0..40 {
+                tokio::time::sleep(std::time::Duration::from_millis(700)).await;
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let _ = cut.send(());
+            }
         }
     });
     let shots = workspace().join("target/console-screenshots");
@@ -388,6 +397,7 @@ async fn the_consoles_live_stream_resumes_across_cut_connections_with_every_chun
         .unwrap();
     let out = child.wait_with_output().await.unwrap();
     let status = out.status;
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
     cutter.await.unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
