@@ -174,12 +174,6 @@ impl Runtime {
         &self.config.profiles
     }
 
-    /// Every admitted capability's manifest entry, in id order: what a profile maps (spec 21) and
-    /// checks at startup. What a caller may see is [`Runtime::manifest`].
-    pub fn capabilities(&self) -> impl Iterator<Item = &aip_core::Capability> {
-        self.registry.all().map(|c| &c.capability)
-    }
-
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
     }

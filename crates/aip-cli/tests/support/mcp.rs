@@ -1,6 +1,46 @@
 //! A raw MCP Streamable HTTP client for the profile's tests: every header is the test's choice.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
+
+use super::{Server, token_file};
+
+/// Alice's bearer token.
+pub const ALICE: &str = "alice-token-0123456789abcdef";
+/// Bob's bearer token.
+pub const BOB: &str = "bob-token-0123456789abcdef0";
+
+/// A server with two ordinary principals, alice and bob, who may invoke the demo capabilities.
+pub fn two_principals(dir: &Path) -> Server {
+    let alice = token_file(dir, "alice.token", ALICE);
+    let bob = token_file(dir, "bob.token", BOB);
+    let config = dir.join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[principals]]
+id = "alice"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{alice}"
+
+[[principals]]
+id = "bob"
+kind = "agent"
+tenant = "default"
+scopes = ["invoke:cap:demo:*"]
+token_file = "{bob}"
+"#,
+            alice = alice.display(),
+            bob = bob.display()
+        ),
+    )
+    .unwrap();
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
 
 /// One MCP client connection: a principal's token and, once initialized, its session.
 pub struct Mcp {

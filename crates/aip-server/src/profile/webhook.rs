@@ -214,105 +214,93 @@ mod tests {
         let secret = Secret::parse(SECRET).unwrap();
         let other = Secret::parse("whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA").unwrap();
         let order = SigningOrder::IdTimestampBody;
-        let body = br#"{"a":1,"b":2}"#;
+        let body: &[u8] = br#"{"a":1,"b":2}"#;
         let sig = secret.sign(order, "m1", "1000", body);
+        let rotated = format!("v1,bad {sig}");
+        let mine = std::slice::from_ref(&secret);
+        let both = [other.clone(), secret.clone()];
         let now = (1000, 300);
-        let check =
-            |secrets: &[Secret], d: Delivery<'_>, b: &[u8], now| verify(secrets, order, d, b, now);
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "1000", &sig),
-                body,
-                now
-            ),
-            Ok(())
+        type Case<'a> = (
+            &'a [Secret],
+            &'a str,
+            &'a str,
+            &'a [u8],
+            (i64, i64),
+            Result<(), WebhookError>,
         );
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "1000", &sig),
+        let cases: [Case<'_>; 8] = [
+            (mine, "1000", &sig, body, now, Ok(())),
+            (
+                mine,
+                "1000",
+                &sig,
                 br#"{"a":1,"b":3}"#,
-                now
+                now,
+                Err(WebhookError::BadSignature),
             ),
-            Err(WebhookError::BadSignature)
-        );
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "1000", &sig),
+            // The same JSON re-serialized: raw bytes are signed.
+            (
+                mine,
+                "1000",
+                &sig,
                 br#"{"b":2,"a":1}"#,
-                now
+                now,
+                Err(WebhookError::BadSignature),
             ),
-            Err(WebhookError::BadSignature)
-        );
-        assert_eq!(
-            check(
+            (
                 std::slice::from_ref(&other),
-                delivery("m1", "1000", &sig),
+                "1000",
+                &sig,
                 body,
-                now
+                now,
+                Err(WebhookError::BadSignature),
             ),
-            Err(WebhookError::BadSignature)
-        );
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "1000", &sig),
+            (
+                mine,
+                "1000",
+                &sig,
                 body,
-                (1601, 300)
+                (1601, 300),
+                Err(WebhookError::OutsideWindow),
             ),
-            Err(WebhookError::OutsideWindow)
-        );
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "1000", &sig),
+            (
+                mine,
+                "1000",
+                &sig,
                 body,
-                (399, 300)
+                (399, 300),
+                Err(WebhookError::OutsideWindow),
             ),
-            Err(WebhookError::OutsideWindow)
-        );
-        assert_eq!(
-            check(
-                std::slice::from_ref(&secret),
-                delivery("m1", "10x0", &sig),
+            (
+                mine,
+                "10x0",
+                &sig,
                 body,
-                now
+                now,
+                Err(WebhookError::BadTimestamp),
             ),
-            Err(WebhookError::BadTimestamp)
-        );
+            // Key rotation: any listed signature by any configured secret.
+            (&both, "1000", &rotated, body, now, Ok(())),
+        ];
+        for (secrets, ts, signature, body, now, expected) in cases {
+            let got = verify(secrets, order, delivery("m1", ts, signature), body, now);
+            assert_eq!(got, expected, "{ts} {signature} {now:?}");
+        }
         let missing = Delivery {
             id: Some("m1"),
             timestamp: None,
             signature: Some(&sig),
         };
         assert_eq!(
-            check(std::slice::from_ref(&secret), missing, body, now),
+            verify(mine, order, missing, body, now),
             Err(WebhookError::MissingHeader("webhook-timestamp"))
-        );
-        // Key rotation: any listed signature by any configured secret.
-        let rotated = format!("v1,bad {sig}");
-        assert_eq!(
-            check(
-                &[other, secret.clone()],
-                delivery("m1", "1000", &rotated),
-                body,
-                now
-            ),
-            Ok(())
         );
         // The other signing order is a different signature.
         let alt = secret.sign(SigningOrder::TimestampIdBody, "m1", "1000", body);
         assert_ne!(alt, sig);
+        let alt_delivery = delivery("m1", "1000", &alt);
         assert_eq!(
-            verify(
-                &[secret],
-                SigningOrder::TimestampIdBody,
-                delivery("m1", "1000", &alt),
-                body,
-                now
-            ),
+            verify(mine, SigningOrder::TimestampIdBody, alt_delivery, body, now),
             Ok(())
         );
     }

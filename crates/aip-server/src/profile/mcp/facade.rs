@@ -454,6 +454,21 @@ pub fn find(name: &str) -> Option<&'static Facade> {
     FACADE.iter().find(|f| f.name == name || f.title == name)
 }
 
+/// The facade's `Tool`s at `version`, built once (their schemas are constants).
+pub fn described(version: Version) -> &'static [Value] {
+    static DESCRIBED: std::sync::LazyLock<Vec<(Version, Vec<Value>)>> =
+        std::sync::LazyLock::new(|| {
+            Version::SUPPORTED
+                .iter()
+                .map(|v| (*v, FACADE.iter().map(|f| describe(f, *v)).collect()))
+                .collect()
+        });
+    DESCRIBED
+        .iter()
+        .find(|(v, _)| *v == version)
+        .map_or(&[], |(_, tools)| tools.as_slice())
+}
+
 /// The MCP `Tool` of a facade tool at `version`.
 pub fn describe(f: &Facade, version: Version) -> Value {
     let properties: Map<String, Value> = f

@@ -23,9 +23,7 @@ use tokio::sync::mpsc;
 
 use super::rpc::{self, Message};
 use super::tools::Outgoing;
-use super::transport::{
-    Endpoint, http_error, http_json, init_result, media_type, session_not_found,
-};
+use super::transport::{Endpoint, http_error, init_result, session_not_found};
 use super::{McpState, Version};
 use crate::http::AppState;
 
@@ -162,12 +160,8 @@ pub async fn message(
         Ok(body) => body,
         Err(rejection) => return super::transport::body_refused(&rejection),
     };
-    if media_type(&headers).as_deref() != Some("application/json") {
-        return http_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            rpc::INVALID_REQUEST,
-            "Content-Type must be application/json",
-        );
+    if let Err(refused) = super::transport::require_json(&headers) {
+        return refused;
     }
     if let Some(version) = headers.get("mcp-protocol-version")
         && version.as_bytes() != Version::V2024_11_05.as_str().as_bytes()
@@ -199,23 +193,16 @@ pub async fn message(
         // The stream is closed, or held by another node.
         return session_not_found();
     };
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(value) => value,
-        Err(_) => {
-            return http_json(
+    let message = match rpc::decode(&body) {
+        Ok(rpc::Body::Single(message)) => message,
+        Ok(rpc::Body::Batch(_)) => {
+            return http_error(
                 StatusCode::BAD_REQUEST,
-                rpc::error(&Value::Null, rpc::PARSE_ERROR, "the body is not JSON", None),
+                rpc::INVALID_REQUEST,
+                "a JSON-RPC message is an object: batches are not part of MCP 2024-11-05",
             );
         }
-    };
-    let message = match Message::parse(&value) {
-        Ok(message) => message,
-        Err(invalid) => {
-            return http_json(
-                StatusCode::BAD_REQUEST,
-                rpc::error(&invalid.id, rpc::INVALID_REQUEST, invalid.message, None),
-            );
-        }
+        Err(refused) => return super::transport::undecodable(refused),
     };
     // Notifications take effect before the 202 (a client sends its next message only then, so
     // `notifications/initialized` is in force for it). Requests are answered apart from the POST,

@@ -58,7 +58,8 @@ pub enum ToolNameError {
 /// Tool names of the admitted capabilities, fixed at startup.
 #[derive(Debug, Default)]
 pub struct ToolIndex {
-    by_name: BTreeMap<String, CapabilityId>,
+    /// The capability behind each tool (its manifest entry, fixed at startup).
+    by_name: BTreeMap<String, Capability>,
     by_capability: BTreeMap<CapabilityId, String>,
 }
 
@@ -77,12 +78,12 @@ impl ToolIndex {
             let name = tool_name(capability)?;
             if let Some(first) = index.by_name.get(&name) {
                 return Err(ToolNameError::Collision {
-                    first: first.as_str().to_owned(),
+                    first: first.id.as_str().to_owned(),
                     second: capability.id.as_str().to_owned(),
                     name,
                 });
             }
-            index.by_name.insert(name.clone(), capability.id.clone());
+            index.by_name.insert(name.clone(), capability.clone());
             index.by_capability.insert(capability.id.clone(), name);
         }
         Ok(index)
@@ -94,7 +95,7 @@ impl ToolIndex {
     }
 
     /// The capability a tool name stands for.
-    pub fn capability_of(&self, name: &str) -> Option<&CapabilityId> {
+    pub fn capability_of(&self, name: &str) -> Option<&Capability> {
         self.by_name.get(name)
     }
 }
@@ -315,13 +316,14 @@ pub async fn call(
         return invalid("tools/call needs a tool name");
     };
     // A tool the caller may not invoke is as unknown as one that does not exist.
-    let Some(capability_id) = state
+    let Some(capability) = state
         .tools
         .capability_of(name)
-        .filter(|c| call.caller.may_invoke(c.as_str()))
+        .filter(|c| call.caller.may_invoke(c.id.as_str()))
     else {
         return invalid(&format!("unknown tool: {name}"));
     };
+    let capability_id = &capability.id;
     let arguments = match params.get("arguments") {
         None | Some(Value::Null) => json!({}),
         Some(args @ Value::Object(_)) => args.clone(),
@@ -336,14 +338,7 @@ pub async fn call(
         Ok(key) => key,
         Err(message) => return invalid(message),
     };
-    let Some(capability) = runtime
-        .capabilities()
-        .find(|c| &c.id == capability_id)
-        .cloned()
-    else {
-        return invalid(&format!("unknown tool: {name}"));
-    };
-    if as_task && !supports_tasks(&capability) {
+    if as_task && !supports_tasks(capability) {
         return invalid(&format!(
             "tool {name} does not support task-augmented calls"
         ));
@@ -370,8 +365,8 @@ pub async fn call(
         input: arguments,
         mode: Some(match (as_task, &progress) {
             (true, _) => ActionMode::Async,
-            (false, Some(_)) if supports_streaming(&capability) => ActionMode::Streaming,
-            _ => mode_for(&capability),
+            (false, Some(_)) if supports_streaming(capability) => ActionMode::Streaming,
+            _ => mode_for(capability),
         }),
         idempotency_key: key,
         timeout_ms: None,
@@ -413,15 +408,7 @@ pub async fn call(
     .await;
     state.calls.remove(&flight);
     match outcome {
-        Ok(Finished::Result(result)) => Ok(project(&result, call.version)),
-        Ok(Finished::Approval(approval_id)) => Ok(tool_error(
-            &format!("action {action_id} awaits approval {approval_id}; it has not run"),
-            json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
-        )),
-        Ok(Finished::StillRunning) => Ok(tool_error(
-            &format!("action {action_id} is still running; its outcome is not known yet"),
-            json!({ "action_id": action_id, "status": "running" }),
-        )),
+        Ok(finished) => Ok(finished.project(&action_id, call.version)),
         Err(err) if err.code().category() == aip_core::ErrorCategory::Temporary => {
             Err((super::rpc::INTERNAL_ERROR, err.to_string()))
         }
@@ -482,15 +469,7 @@ pub async fn outcome(
     version: Version,
 ) -> CallOutcome {
     match wait(runtime, state, caller, action_id).await {
-        Ok(Finished::Result(result)) => Ok(project(&result, version)),
-        Ok(Finished::Approval(approval_id)) => Ok(tool_error(
-            &format!("action {action_id} awaits approval {approval_id}; it has not run"),
-            json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
-        )),
-        Ok(Finished::StillRunning) => Ok(tool_error(
-            &format!("action {action_id} is still running; its outcome is not known yet"),
-            json!({ "action_id": action_id, "status": "running" }),
-        )),
+        Ok(finished) => Ok(finished.project(action_id, version)),
         Err(err) => Err((super::rpc::INTERNAL_ERROR, err.to_string())),
     }
 }
@@ -532,6 +511,23 @@ enum Finished {
     Result(Box<ActionResult>),
     Approval(String),
     StillRunning,
+}
+
+impl Finished {
+    /// The `CallToolResult` of `action_id` as it ended: success only for a completed action.
+    fn project(self, action_id: &str, version: Version) -> Value {
+        match self {
+            Finished::Result(result) => project(&result, version),
+            Finished::Approval(approval_id) => tool_error(
+                &format!("action {action_id} awaits approval {approval_id}; it has not run"),
+                json!({ "action_id": action_id, "status": "pending_approval", "approval_id": approval_id }),
+            ),
+            Finished::StillRunning => tool_error(
+                &format!("action {action_id} is still running; its outcome is not known yet"),
+                json!({ "action_id": action_id, "status": "running" }),
+            ),
+        }
+    }
 }
 
 async fn run(
@@ -584,11 +580,7 @@ pub async fn follow_to_result(
 ) -> CallOutcome {
     let action_id = stream.action_id.to_owned();
     match follow(runtime, state, caller, stream, sink).await {
-        Ok(Finished::Result(result)) => Ok(project(&result, version)),
-        Ok(_) => Ok(tool_error(
-            &format!("action {action_id} is still running; its outcome is not known yet"),
-            json!({ "action_id": action_id, "status": "running" }),
-        )),
+        Ok(finished) => Ok(finished.project(&action_id, version)),
         Err(err) => Err((super::rpc::INTERNAL_ERROR, err.to_string())),
     }
 }

@@ -51,12 +51,8 @@ pub async fn post(
             "Accept must list application/json and text/event-stream",
         );
     }
-    if media_type(&headers).as_deref() != Some("application/json") {
-        return http_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            rpc::INVALID_REQUEST,
-            "Content-Type must be application/json",
-        );
+    if let Err(refused) = require_json(&headers) {
+        return refused;
     }
     let header_version = match header_version(&headers) {
         Ok(v) => v,
@@ -64,12 +60,7 @@ pub async fn post(
     };
     let decoded = match rpc::decode(&body) {
         Ok(decoded) => decoded,
-        Err((code, invalid)) => {
-            return http_json(
-                StatusCode::BAD_REQUEST,
-                rpc::error(&invalid.id, code, invalid.message, None),
-            );
-        }
+        Err(refused) => return undecodable(refused),
     };
     let session_id = headers
         .get(SESSION_HEADER)
@@ -97,15 +88,16 @@ pub async fn post(
                 None,
             ),
         ),
-        (_, None) => http_error(
-            StatusCode::BAD_REQUEST,
-            rpc::INVALID_REQUEST,
-            "Mcp-Session-Id is required after initialize",
-        ),
-        (_, Some(session_id)) => {
-            let session = match endpoint.session(session_id, header_version).await {
-                Ok(session) if !session.legacy => session,
-                Ok(_) => return session_not_found(),
+        (_, session_id) => {
+            let session = match endpoint
+                .streamable_session(
+                    session_id,
+                    header_version,
+                    "Mcp-Session-Id is required after initialize",
+                )
+                .await
+            {
+                Ok(session) => session,
                 Err(response) => return response,
             };
             if wants_progress(&message) {
@@ -155,21 +147,17 @@ pub async fn get(
         Ok(v) => v,
         Err(response) => return response,
     };
-    let Some(session_id) = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) else {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            rpc::INVALID_REQUEST,
-            "Mcp-Session-Id is required",
-        );
-    };
+    let session_id = headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok());
     let endpoint = Endpoint {
         app: &app,
         mcp: &mcp,
         caller: &caller,
     };
-    let session = match endpoint.session(session_id, header_version).await {
-        Ok(session) if !session.legacy => session,
-        Ok(_) => return session_not_found(),
+    let session = match endpoint
+        .streamable_session(session_id, header_version, "Mcp-Session-Id is required")
+        .await
+    {
+        Ok(session) => session,
         Err(response) => return response,
     };
     let Ok(last) = last.to_str() else {
@@ -190,29 +178,24 @@ pub async fn delete(
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(session_id) = headers
+    let session_id = headers
         .get(SESSION_HEADER)
-        .map(|v| v.to_str().unwrap_or("\u{fffd}"))
-    else {
-        return http_error(
-            StatusCode::BAD_REQUEST,
-            rpc::INVALID_REQUEST,
-            "Mcp-Session-Id is required",
-        );
-    };
+        .map(|v| v.to_str().unwrap_or("\u{fffd}"));
     let endpoint = Endpoint {
         app: &app,
         mcp: &mcp,
         caller: &caller,
     };
-    match endpoint.session(session_id, None).await {
-        Ok(session) if !session.legacy => {}
-        Ok(_) => return session_not_found(),
+    let session_id = match endpoint
+        .streamable_session(session_id, None, "Mcp-Session-Id is required")
+        .await
+    {
+        Ok(session) => session.id,
         Err(response) => return response,
-    }
+    };
     match app
         .runtime
-        .close_session(&caller, session_id, Some("MCP session deleted"))
+        .close_session(&caller, &session_id, Some("MCP session deleted"))
         .await
     {
         Ok(_) => StatusCode::NO_CONTENT.into_response(),
@@ -280,6 +263,28 @@ impl Endpoint<'_> {
             response.headers_mut().insert(SESSION_HEADER, value);
         }
         response
+    }
+
+    /// The caller's own open Streamable HTTP session named by `id`: 400 with `missing` when the
+    /// request names none, 404 for a legacy session (its messages go through its own binding).
+    async fn streamable_session(
+        &self,
+        id: Option<&str>,
+        header: Option<Version>,
+        missing: &str,
+    ) -> Result<Session, Response> {
+        let Some(id) = id else {
+            return Err(http_error(
+                StatusCode::BAD_REQUEST,
+                rpc::INVALID_REQUEST,
+                missing,
+            ));
+        };
+        match self.session(id, header).await {
+            Ok(session) if !session.legacy => Ok(session),
+            Ok(_) => Err(session_not_found()),
+            Err(response) => Err(response),
+        }
     }
 
     /// The caller's own open session, checked against the version header (400 on a mismatch).
@@ -520,9 +525,7 @@ impl Endpoint<'_> {
             );
         }
         let manifest = self.app.runtime.manifest(self.caller, None, &[]);
-        let facade = super::facade::FACADE
-            .iter()
-            .map(|f| super::facade::describe(f, session.version));
+        let facade = super::facade::described(session.version).iter().cloned();
         let capabilities = manifest.capabilities.iter().filter_map(|c| {
             self.mcp
                 .tools
@@ -583,12 +586,11 @@ impl Endpoint<'_> {
                 rpc::error(&Value::Null, rpc::INVALID_REQUEST, m, None),
             )
         };
-        let Some(session_id) = session_id else {
-            return refuse("a batch cannot open a session");
-        };
-        let session = match self.session(session_id, header).await {
-            Ok(session) if !session.legacy => session,
-            Ok(_) => return session_not_found(),
+        let session = match self
+            .streamable_session(session_id, header, "a batch cannot open a session")
+            .await
+        {
+            Ok(session) => session,
             Err(response) => return response,
         };
         if session.version != Version::V2025_03_26 {
@@ -790,6 +792,26 @@ fn discover(id: &Value) -> Response {
     )
 }
 
+/// 415 unless the body is `application/json`.
+pub(super) fn require_json(headers: &HeaderMap) -> Result<(), Response> {
+    if media_type(headers).as_deref() == Some("application/json") {
+        return Ok(());
+    }
+    Err(http_error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        rpc::INVALID_REQUEST,
+        "Content-Type must be application/json",
+    ))
+}
+
+/// 400 with the JSON-RPC error of a body [`rpc::decode`] refused.
+pub(super) fn undecodable((code, invalid): (i64, rpc::Invalid)) -> Response {
+    http_json(
+        StatusCode::BAD_REQUEST,
+        rpc::error(&invalid.id, code, invalid.message, None),
+    )
+}
+
 /// A body refused while it was read (413 over the limit), as a JSON-RPC error.
 pub(super) fn body_refused(rejection: &BytesRejection) -> Response {
     http_error(
@@ -814,7 +836,7 @@ fn header_version(headers: &HeaderMap) -> Result<Option<Version>, Response> {
 }
 
 /// The media type of `Content-Type`, lowercased, without parameters.
-pub(super) fn media_type(headers: &HeaderMap) -> Option<String> {
+fn media_type(headers: &HeaderMap) -> Option<String> {
     let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
     Some(value.split(';').next()?.trim().to_ascii_lowercase())
 }
