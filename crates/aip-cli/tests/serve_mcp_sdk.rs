@@ -20,25 +20,12 @@ use support::{Server, token_file};
 const ALICE: &str = "alice-token-0123456789abcdef";
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    support::workspace()
 }
 
 /// The venv's python when `mcp==2.3.0` is installed in it, or why not.
 fn python() -> Result<PathBuf, String> {
-    let python = workspace().join("target/interop-venv/bin/python");
-    let check = Command::new(&python)
-        .args([
-            "-c",
-            "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '2.3.0')",
-        ])
-        .status();
-    match check {
-        Ok(s) if s.success() => Ok(python),
-        _ => Err(format!(
-            "the MCP Python SDK (mcp==2.3.0 in {}) is not installed; .ci/run installs it",
-            python.display()
-        )),
-    }
+    support::interop_python("mcp", "2.3.0")
 }
 
 /// A server where alice (token [`ALICE`]) may invoke the demo capabilities.

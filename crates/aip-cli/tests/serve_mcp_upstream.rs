@@ -18,19 +18,11 @@ use support::{Server, token_file};
 const ALICE: &str = "alice-token-0123456789abcdef";
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    support::workspace()
 }
 
 fn python() -> Option<PathBuf> {
-    let python = workspace().join("target/interop-venv/bin/python");
-    let ok = Command::new(&python)
-        .args([
-            "-c",
-            "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '2.3.0')",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    ok.then_some(python)
+    support::interop_python("mcp", "2.3.0").ok()
 }
 
 fn free_port() -> u16 {

@@ -64,6 +64,31 @@ pub struct Action {
     pub transaction: Option<ActionTransaction>,
 }
 
+impl Action {
+    /// An invocation of `capability_id` with `input` and no mode, key or context: what a
+    /// compatibility profile builds before setting the few members its protocol carries.
+    pub fn plain(id: ActionId, capability_id: CapabilityId, input: Value) -> Self {
+        Self {
+            id,
+            capability_id,
+            input,
+            mode: None,
+            idempotency_key: None,
+            timeout_ms: None,
+            conversation: None,
+            memory_context: None,
+            delegation_chain: Vec::new(),
+            federation: None,
+            callback: None,
+            observability: None,
+            compliance: None,
+            identity: None,
+            approval: None,
+            transaction: None,
+        }
+    }
+}
+
 impl Validate for Action {
     fn validate(&self, v: &mut Checker) {
         if let Some(x) = &self.conversation {

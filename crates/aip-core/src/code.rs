@@ -297,6 +297,9 @@ error_codes! {
     OriginNotAllowed = "aip.transport.origin_not_allowed", Policy;
     /// The Host header is not allowed (DNS-rebinding protection).
     HostNotAllowed = "aip.transport.host_not_allowed", Policy;
+    // ---- webhook ingress (spec 21.3) ----
+    /// A signed webhook event's type is not one its subscription maps to a capability.
+    WebhookEventTypeNotAllowed = "aip.webhook.event_type_not_allowed", Policy;
     // ---- built-in demo capabilities ----
     /// A demo capability's input is outside its bounds.
     DemoInvalidInput = "aip.demo.invalid_input", Permanent;

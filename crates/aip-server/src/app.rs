@@ -107,6 +107,22 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     } else {
         None
     };
+    let webhooks = crate::profile::webhook::Webhooks::build(
+        &config.webhooks,
+        config.limits.max_body_bytes,
+        |id| {
+            registry.get(id).map(|c| crate::profile::webhook::Target {
+                supports_async: c
+                    .capability
+                    .contract
+                    .as_ref()
+                    .is_some_and(|c| c.execution.supports_async),
+                takes_keys: c.idempotency().is_some(),
+            })
+        },
+        |id| auth.principal(id).is_some(),
+    )
+    .map_err(|e| ServeError::Config(e.to_string()))?;
     let resources = configured_resources(config)?;
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
         .map_err(|e| ServeError::Config(e.to_string()))?;
@@ -196,7 +212,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         mcp_dev_principal: dev_principal,
     };
     let mut routes = crate::routes::aip_routes();
-    let public = crate::profile::mcp::public_routes(oauth);
+    let mut public = crate::profile::mcp::public_routes(oauth);
+    if !webhooks.is_empty() {
+        public = public.merge(crate::profile::webhook::routes(Arc::new(webhooks)));
+    }
     if let Some(tools) = mcp_tools {
         let mcp = crate::profile::mcp::McpState::new(
             tools,
@@ -229,6 +248,9 @@ pub fn profiles(config: &Config) -> Vec<aip_core::ProfileId> {
         .collect();
     if config.mcp.enabled {
         profiles.push(aip_core::ProfileId::new(crate::profile::mcp::PROFILE));
+    }
+    if !config.webhooks.is_empty() {
+        profiles.push(aip_core::ProfileId::new(crate::profile::webhook::PROFILE));
     }
     if config.nats.url.is_some() {
         profiles.extend(

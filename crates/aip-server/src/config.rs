@@ -32,6 +32,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "peers",
     "mcp",
     "mcp_upstreams",
+    "webhooks",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -112,6 +113,9 @@ pub struct Config {
     /// Upstream MCP servers whose tools are offered as governed capabilities.
     #[serde(default)]
     pub mcp_upstreams: Vec<crate::profile::mcp::upstream::UpstreamConfig>,
+    /// Signed webhook subscriptions (spec 21.3) at `/aip/v1/webhooks/{id}`.
+    #[serde(default)]
+    pub webhooks: Vec<crate::profile::webhook::SubscriptionConfig>,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -547,6 +551,7 @@ impl Default for Config {
             peers: Vec::new(),
             mcp: crate::profile::mcp::McpConfig::default(),
             mcp_upstreams: Vec::new(),
+            webhooks: Vec::new(),
         }
     }
 }

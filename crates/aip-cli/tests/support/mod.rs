@@ -237,6 +237,33 @@ pub fn skip_or_fail(why: &str) {
     eprintln!("SKIP: {why}");
 }
 
+/// The repository root.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The interop venv's Python (`target/interop-venv`, installed by `.ci/run`) when it holds
+/// `package` at exactly `version`, or why not.
+pub fn interop_python(package: &str, version: &str) -> Result<PathBuf, String> {
+    let python = workspace().join("target/interop-venv/bin/python");
+    let check = Command::new(&python)
+        .args([
+            "-c",
+            &format!(
+                "import importlib.metadata as m, sys; sys.exit(m.version('{package}') != '{version}')"
+            ),
+        ])
+        .stderr(Stdio::null())
+        .status();
+    match check {
+        Ok(s) if s.success() => Ok(python),
+        _ => Err(format!(
+            "{package}=={version} is not installed in {}; .ci/run installs it",
+            python.display()
+        )),
+    }
+}
+
 /// One parsed SSE event.
 #[derive(Debug, Clone)]
 pub struct SseEvent {

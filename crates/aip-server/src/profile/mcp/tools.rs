@@ -360,26 +360,17 @@ pub async fn call(
         .cloned();
     let progress = call.progress.clone().zip(token);
     let action = Action {
-        id: ActionId::new(action_id.clone()),
-        capability_id: capability_id.clone(),
-        input: arguments,
         mode: Some(match (as_task, &progress) {
             (true, _) => ActionMode::Async,
             (false, Some(_)) if supports_streaming(capability) => ActionMode::Streaming,
             _ => mode_for(capability),
         }),
         idempotency_key: key,
-        timeout_ms: None,
-        conversation: None,
-        memory_context: None,
-        delegation_chain: Vec::new(),
-        federation: None,
-        callback: None,
-        observability: None,
-        compliance: None,
-        identity: None,
-        approval: None,
-        transaction: None,
+        ..Action::plain(
+            ActionId::new(action_id.clone()),
+            capability_id.clone(),
+            arguments,
+        )
     };
     let request = ActionRequest {
         action,

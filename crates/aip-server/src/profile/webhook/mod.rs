@@ -1,0 +1,547 @@
+//! Signed webhook ingress, profile `aip.http.webhook.v1` (spec 21.3, 22.3): a sender POSTs an event
+//! to `/aip/v1/webhooks/{subscription}`; the raw bytes' signature is verified before anything parses
+//! them, and the event becomes a queued native action of the capability its type is mapped to,
+//! acting as the subscription's own service principal.
+//!
+//! The delivery id (`webhook-id`) is claimed durably by the action itself: the action id is derived
+//! from (subscription, delivery id), so a replay, also after a restart, is a re-delivery of the
+//! same action and creates nothing (answered 200 `duplicate`). A 2xx is sent only once the action is
+//! stored; a storage failure is a 5xx so the sender retries. Recording events as channel messages
+//! (spec 15) is not built: a subscription can only admit actions.
+
+mod verify;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use aip_core::{Action, ActionId, ActionMode, ErrorCode, PrincipalKind};
+use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+pub use verify::{Delivery, Secret, SecretError, SigningOrder, WebhookError, verify};
+
+use crate::error::ApiError;
+use crate::http::AppState;
+
+/// Profile id (spec 21.3, 25.1).
+pub const PROFILE: &str = "aip.http.webhook.v1";
+/// Longest accepted `webhook-id`.
+const MAX_DELIVERY_ID: usize = 200;
+/// Longest subscription id (it is part of the URL and of the idempotency key).
+const MAX_SUBSCRIPTION_ID: usize = 64;
+/// Most secrets one subscription may hold (rotation needs two or three).
+const MAX_SECRETS: usize = 8;
+
+/// One `[[webhooks]]` subscription.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubscriptionConfig {
+    /// The subscription id: the last segment of its URL, `[A-Za-z0-9._-]{1,64}`.
+    pub id: String,
+    /// Secrets (`whsec_…`), inline. Several for key rotation; any of them verifies.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Files each holding one secret (read once at start).
+    #[serde(default)]
+    pub secret_files: Vec<PathBuf>,
+    /// Which string the sender signs: `id.timestamp.body` (Standard Webhooks, the default) or
+    /// `timestamp.id.body`.
+    #[serde(default)]
+    pub signing_order: OrderConfig,
+    /// Accepted distance between `webhook-timestamp` and this node's clock, in seconds (1-3600).
+    #[serde(default = "default_tolerance")]
+    pub tolerance_secs: u32,
+    /// Largest accepted body; unset: `limits.max_body_bytes`, which it may not exceed.
+    #[serde(default)]
+    pub max_body_bytes: Option<usize>,
+    /// The top-level member of the event that names its type.
+    #[serde(default = "default_type_field")]
+    pub event_type_field: String,
+    /// What the action's input is: the whole event (`payload`) or its `data` member (`data`).
+    #[serde(default)]
+    pub input: InputConfig,
+    /// The principal events act as (kind `service`); unset: `svc:webhook:<id>`.
+    #[serde(default)]
+    pub principal: Option<String>,
+    /// The tenant that principal belongs to.
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// Accepted event types, each mapped to the capability an event of that type invokes. Any
+    /// other type is refused.
+    pub events: BTreeMap<String, String>,
+}
+
+/// The signing order of a subscription, as configured.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+pub enum OrderConfig {
+    /// `{id}.{timestamp}.{body}`.
+    #[default]
+    #[serde(rename = "id.timestamp.body")]
+    IdTimestampBody,
+    /// `{timestamp}.{id}.{body}`.
+    #[serde(rename = "timestamp.id.body")]
+    TimestampIdBody,
+}
+
+/// Which part of an event becomes the action's input.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum InputConfig {
+    /// The whole event object.
+    #[default]
+    Payload,
+    /// The event's `data` member (an event without one is refused).
+    Data,
+}
+
+fn default_tolerance() -> u32 {
+    300
+}
+
+fn default_type_field() -> String {
+    "type".into()
+}
+
+fn default_tenant() -> String {
+    "default".into()
+}
+
+/// Why the webhook configuration cannot be used; `aip serve` does not start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("webhooks: {0}")]
+pub struct ConfigError(String);
+
+/// What the ingress needs to know of a capability, looked up at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target {
+    /// The capability can be queued (webhooks admit async work only).
+    pub supports_async: bool,
+    /// The capability takes idempotency keys (the delivery id becomes one).
+    pub takes_keys: bool,
+}
+
+/// A subscription ready to serve.
+#[derive(Debug)]
+struct Subscription {
+    id: String,
+    secrets: Vec<Secret>,
+    order: SigningOrder,
+    tolerance_s: i64,
+    max_body: usize,
+    type_field: String,
+    input: InputConfig,
+    caller: Caller,
+    /// Event type -> (capability id, whether the delivery id is sent as idempotency key).
+    events: HashMap<String, (String, bool)>,
+}
+
+/// Every subscription, by id.
+#[derive(Debug, Default)]
+pub struct Webhooks(HashMap<String, Subscription>);
+
+impl Webhooks {
+    /// Checks the configured subscriptions against the admitted capabilities (`target` answers
+    /// what a capability id is, `None` when unknown) and the principals already configured.
+    pub fn build(
+        configs: &[SubscriptionConfig],
+        max_body_bytes: usize,
+        target: impl Fn(&str) -> Option<Target>,
+        principal_taken: impl Fn(&str) -> bool,
+    ) -> Result<Self, ConfigError> {
+        let mut subscriptions = HashMap::new();
+        for config in configs {
+            let subscription = subscription(config, max_body_bytes, &target, &principal_taken)?;
+            if subscriptions
+                .insert(config.id.clone(), subscription)
+                .is_some()
+            {
+                return Err(ConfigError(format!(
+                    "subscription {} is listed twice",
+                    config.id
+                )));
+            }
+        }
+        Ok(Self(subscriptions))
+    }
+
+    /// Whether any subscription is configured (the profile is then advertised).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn subscription(
+    config: &SubscriptionConfig,
+    max_body_bytes: usize,
+    target: &impl Fn(&str) -> Option<Target>,
+    principal_taken: &impl Fn(&str) -> bool,
+) -> Result<Subscription, ConfigError> {
+    let id = &config.id;
+    let err = |m: String| Err(ConfigError(format!("subscription {id}: {m}")));
+    if id.is_empty()
+        || id.len() > MAX_SUBSCRIPTION_ID
+        || !id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+    {
+        return Err(ConfigError(format!(
+            "subscription id {id:?} must match [A-Za-z0-9._-]{{1,{MAX_SUBSCRIPTION_ID}}}"
+        )));
+    }
+    let mut texts = config.secrets.clone();
+    for file in &config.secret_files {
+        match std::fs::read_to_string(file) {
+            Ok(text) => texts.push(text.trim().to_owned()),
+            Err(e) => return err(format!("secret file {}: {e}", file.display())),
+        }
+    }
+    if texts.is_empty() || texts.len() > MAX_SECRETS {
+        return err(format!("needs 1 to {MAX_SECRETS} secrets"));
+    }
+    let mut secrets = Vec::with_capacity(texts.len());
+    for text in &texts {
+        match Secret::parse(text) {
+            Ok(secret) => secrets.push(secret),
+            Err(e) => return err(e.to_string()),
+        }
+    }
+    if !(1..=3600).contains(&config.tolerance_secs) {
+        return err("tolerance_secs must be 1 to 3600".into());
+    }
+    let max_body = config.max_body_bytes.unwrap_or(max_body_bytes);
+    if max_body == 0 || max_body > max_body_bytes {
+        return err(format!(
+            "max_body_bytes must be 1 to limits.max_body_bytes ({max_body_bytes})"
+        ));
+    }
+    if config.event_type_field.is_empty() {
+        return err("event_type_field is empty".into());
+    }
+    if config.events.is_empty() {
+        return err("maps no event type to a capability".into());
+    }
+    let mut events = HashMap::new();
+    let mut scopes = Vec::new();
+    for (event_type, capability) in &config.events {
+        let Some(found) = target(capability) else {
+            return err(format!(
+                "event {event_type}: unknown capability {capability}"
+            ));
+        };
+        if !found.supports_async {
+            return err(format!(
+                "event {event_type}: capability {capability} cannot be queued (webhook events are admitted as async actions)"
+            ));
+        }
+        events.insert(event_type.clone(), (capability.clone(), found.takes_keys));
+        scopes.push(format!(
+            "{}{capability}",
+            aip_runtime::caller::SCOPE_INVOKE_PREFIX
+        ));
+    }
+    let principal = config
+        .principal
+        .clone()
+        .unwrap_or_else(|| format!("svc:webhook:{id}"));
+    if principal_taken(&principal) {
+        return err(format!(
+            "principal {principal} is a configured principal; a subscription's principal is its own"
+        ));
+    }
+    Ok(Subscription {
+        id: id.clone(),
+        secrets,
+        order: match config.signing_order {
+            OrderConfig::IdTimestampBody => SigningOrder::IdTimestampBody,
+            OrderConfig::TimestampIdBody => SigningOrder::TimestampIdBody,
+        },
+        tolerance_s: i64::from(config.tolerance_secs),
+        max_body,
+        type_field: config.event_type_field.clone(),
+        input: config.input,
+        caller: Caller {
+            id: principal,
+            kind: PrincipalKind::Service,
+            tenant: config.tenant.clone(),
+            scopes,
+            issuer: format!("webhook:{id}"),
+            external_account: None,
+            roles: Vec::new(),
+            groups: Vec::new(),
+            approval_policies: Vec::new(),
+        },
+        events,
+    })
+}
+
+/// The public ingress route (a subscription's secret is its authentication, not a bearer token).
+pub fn routes(webhooks: Arc<Webhooks>) -> Router<AppState> {
+    Router::new().route(
+        "/aip/v1/webhooks/{subscription}",
+        axum::routing::post(
+            move |state: State<AppState>, path: Path<String>, headers: HeaderMap, body: Body| {
+                ingest(Arc::clone(&webhooks), state, path, headers, body)
+            },
+        ),
+    )
+}
+
+async fn ingest(
+    webhooks: Arc<Webhooks>,
+    State(app): State<AppState>,
+    Path(subscription): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Some(subscription) = webhooks.0.get(&subscription) else {
+        return ApiError::new(ErrorCode::NotFound, "no such webhook subscription").into_response();
+    };
+    match admit(&app.runtime, subscription, &headers, body).await {
+        Ok((status, reply)) => (status, axum::Json(reply)).into_response(),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// Reads, verifies, parses and admits one delivery.
+async fn admit(
+    runtime: &Arc<Runtime>,
+    subscription: &Subscription,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<(StatusCode, Value), ApiError> {
+    let too_large = || {
+        ApiError::with_status(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            ErrorCode::BodyRejected,
+            format!("the body exceeds {} bytes", subscription.max_body),
+        )
+    };
+    let declared = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > subscription.max_body as u64) {
+        return Err(too_large());
+    }
+    // Bounded while reading: no MAC is computed over an unbounded body.
+    let raw = axum::body::to_bytes(body, subscription.max_body)
+        .await
+        .map_err(|_| too_large())?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let delivery = Delivery {
+        id: header("webhook-id"),
+        timestamp: header("webhook-timestamp"),
+        signature: header("webhook-signature"),
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    verify(
+        &subscription.secrets,
+        subscription.order,
+        delivery,
+        &raw,
+        (now, subscription.tolerance_s),
+    )
+    .map_err(refusal)?;
+    // Verified: `verify` refuses a delivery without an id.
+    let delivery_id = delivery.id.unwrap_or_default();
+    if delivery_id.len() > MAX_DELIVERY_ID || !delivery_id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            format!("webhook-id must be 1 to {MAX_DELIVERY_ID} visible ASCII characters"),
+        ));
+    }
+    let event: Value = serde_json::from_slice(&raw).map_err(|e| {
+        ApiError::new(
+            ErrorCode::MalformedJson,
+            format!("the event is not JSON: {e}"),
+        )
+    })?;
+    let (capability, keyed, input) = route(subscription, event)?;
+    let action_id = action_id(&subscription.id, delivery_id);
+    let key = format!("{}:{delivery_id}", subscription.id);
+    let request = ActionRequest {
+        action: Action {
+            mode: Some(ActionMode::Async),
+            idempotency_key: keyed.then(|| key.clone()),
+            ..Action::plain(
+                ActionId::new(action_id.clone()),
+                aip_core::CapabilityId::new(capability),
+                input,
+            )
+        },
+        message_id: aip_core::MessageId::generate().as_str().to_owned(),
+        session_id: None,
+        correlation_id: None,
+        trace: None,
+        idempotency_key: None,
+        delegation: None,
+    };
+    let submitted = runtime
+        .submit_action(&subscription.caller, request)
+        .await
+        .map_err(runtime_error)?;
+    let reply = |status: &str| json!({ "status": status, "action_id": action_id, "subscription": subscription.id, "delivery_id": delivery_id });
+    Ok(match submitted {
+        Submitted::AwaitingApproval { approval_id, .. } => {
+            let mut body = reply("accepted");
+            body["approval_id"] = json!(approval_id);
+            (StatusCode::ACCEPTED, body)
+        }
+        Submitted::Ack(ack) | Submitted::Result { ack, .. }
+            if ack.status == aip_core::AckStatus::Cached =>
+        {
+            (StatusCode::OK, reply("duplicate"))
+        }
+        _ => (StatusCode::ACCEPTED, reply("accepted")),
+    })
+}
+
+/// The capability an event invokes, whether it takes the delivery id as key, and its input.
+fn route(subscription: &Subscription, event: Value) -> Result<(String, bool, Value), ApiError> {
+    let Value::Object(mut event) = event else {
+        return Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            "the event must be a JSON object",
+        ));
+    };
+    let Some(event_type) = event.get(&subscription.type_field).and_then(Value::as_str) else {
+        return Err(ApiError::new(
+            ErrorCode::InvalidInput,
+            format!(
+                "the event has no string member {:?}",
+                subscription.type_field
+            ),
+        ));
+    };
+    let Some((capability, keyed)) = subscription.events.get(event_type) else {
+        return Err(ApiError::new(
+            ErrorCode::WebhookEventTypeNotAllowed,
+            format!(
+                "subscription {} does not accept events of type {event_type:?}",
+                subscription.id
+            ),
+        ));
+    };
+    let (capability, keyed) = (capability.clone(), *keyed);
+    let input = match subscription.input {
+        InputConfig::Payload => Value::Object(event),
+        InputConfig::Data => event.remove("data").ok_or_else(|| {
+            ApiError::new(ErrorCode::InvalidInput, "the event has no data member")
+        })?,
+    };
+    Ok((capability, keyed, input))
+}
+
+/// The action a delivery becomes: the same for every replay of it, so the action is the durable
+/// claim of the delivery id.
+fn action_id(subscription: &str, delivery_id: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"aip.http.webhook.v1");
+    for part in [subscription, delivery_id] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    let hex: String = hash.finalize()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("act_whk{hex}")
+}
+
+/// A refused delivery: 401, nothing parsed or stored.
+fn refusal(error: WebhookError) -> ApiError {
+    let code = match error {
+        WebhookError::MissingHeader(_) => ErrorCode::Unauthenticated,
+        WebhookError::BadTimestamp | WebhookError::OutsideWindow => ErrorCode::ClockSkew,
+        WebhookError::BadSignature => ErrorCode::SecuritySignatureInvalid,
+    };
+    ApiError::with_status(StatusCode::UNAUTHORIZED, code, error.to_string())
+}
+
+/// A runtime refusal with its binding status: a conflicting re-use of a delivery id is 409, a
+/// storage failure 503 (the sender retries).
+fn runtime_error(error: RuntimeError) -> ApiError {
+    let error = error.to_protocol_error();
+    let code = ErrorCode::parse(&error.code).unwrap_or(ErrorCode::Internal);
+    ApiError::new(code, error.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+    fn config(toml: &str) -> Vec<SubscriptionConfig> {
+        #[derive(Deserialize)]
+        struct File {
+            webhooks: Vec<SubscriptionConfig>,
+        }
+        use figment::providers::Format;
+        figment::Figment::from(figment::providers::Toml::string(toml))
+            .extract::<File>()
+            .unwrap()
+            .webhooks
+    }
+
+    fn build(toml: &str) -> Result<Webhooks, ConfigError> {
+        let target = |id: &str| match id {
+            "cap:queued" => Some(Target {
+                supports_async: true,
+                takes_keys: true,
+            }),
+            "cap:sync_only" => Some(Target {
+                supports_async: false,
+                takes_keys: false,
+            }),
+            _ => None,
+        };
+        Webhooks::build(&config(toml), 1024, target, |p| p == "svc:taken")
+    }
+
+    #[test]
+    fn a_subscription_is_refused_unless_its_secrets_events_and_bounds_are_usable() {
+        let ok = format!(
+            "[[webhooks]]\nid = \"orders\"\nsecrets = [\"{SECRET}\"]\nevents = {{ \"order.created\" = \"cap:queued\" }}\n"
+        );
+        let built = build(&ok).unwrap();
+        let orders = &built.0["orders"];
+        assert_eq!(orders.caller.id, "svc:webhook:orders");
+        assert_eq!(orders.caller.scopes, ["invoke:cap:queued"]);
+        let refused = [
+            ok.replace("\"orders\"", "\"a/b\""),
+            ok.replace(SECRET, "not-a-secret"),
+            ok.replace(&format!("\"{SECRET}\""), ""),
+            ok.replace("cap:queued", "cap:nope"),
+            ok.replace("cap:queued", "cap:sync_only"),
+            format!("{ok}max_body_bytes = 2048\n"),
+            format!("{ok}tolerance_secs = 0\n"),
+            format!("{ok}principal = \"svc:taken\"\n"),
+            format!("{ok}{ok}"),
+        ];
+        for toml in refused {
+            assert!(build(&toml).is_err(), "{toml}");
+        }
+    }
+
+    #[test]
+    fn a_delivery_maps_to_one_action_per_subscription_and_id() {
+        let a = action_id("orders", "msg_1");
+        assert_eq!(a, action_id("orders", "msg_1"));
+        assert_ne!(a, action_id("orders", "msg_2"));
+        assert_ne!(a, action_id("billing", "msg_1"));
+        // No ambiguity between the two parts.
+        assert_ne!(action_id("a", "b\0c"), action_id("a\0b", "c"));
+        assert!(a.starts_with("act_whk") && a.len() == 39);
+    }
+}
