@@ -71,49 +71,31 @@ fn main() {
     let http = common::http_client();
     let base = format!("http://{}", node.addr);
     let secret = Secret::parse(SECRET).unwrap();
-    println!(
-        "operations per level: {requests} (after {} warm-up operations)",
-        common::WARMUP
-    );
-    println!("load average (1 min) before: {}", common::load_average());
-    println!(
-        "| concurrency | native async admissions/s | native p50 ms | webhook deliveries/s | webhook p50 ms | webhook p99 ms | webhook/native |"
-    );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
-    for level in levels {
-        let native = rt.block_on(common::measure(requests, level, {
-            let (http, url, token) = (
-                http.clone(),
-                format!("{base}/aip/v1/actions"),
-                node.token.clone(),
-            );
-            move |i| {
-                let (http, url, token) = (http.clone(), url.clone(), token.clone());
-                async move { native_async(&http, &url, &token, i).await }
-            }
-        }));
-        let webhook = rt.block_on(common::measure(requests, level, {
-            let (http, url, secret) = (
-                http.clone(),
-                format!("{base}/aip/v1/webhooks/orders"),
-                secret.clone(),
-            );
-            move |i| {
-                let (http, url, secret) = (http.clone(), url.clone(), secret.clone());
-                async move { deliver(&http, &url, &secret, i).await }
-            }
-        }));
-        println!(
-            "| {level} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
-            native.rate,
-            native.p50_ms,
-            webhook.rate,
-            webhook.p50_ms,
-            webhook.p99_ms,
-            webhook.rate / native.rate
+    let native = {
+        let (http, url, token) = (
+            http.clone(),
+            format!("{base}/aip/v1/actions"),
+            node.token.clone(),
         );
-    }
-    println!("load average (1 min) after: {}", common::load_average());
+        move |i| {
+            let (http, url, token) = (http.clone(), url.clone(), token.clone());
+            async move { native_async(&http, &url, &token, i).await }
+        }
+    };
+    let webhook = {
+        let (http, url) = (http.clone(), format!("{base}/aip/v1/webhooks/orders"));
+        move |i| {
+            let (http, url, secret) = (http.clone(), url.clone(), secret.clone());
+            async move { deliver(&http, &url, &secret, i).await }
+        }
+    };
+    common::compare(
+        &rt,
+        (requests, levels),
+        ("native async admission", "webhook delivery"),
+        native,
+        webhook,
+    );
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
 }

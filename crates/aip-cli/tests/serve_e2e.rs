@@ -26,7 +26,8 @@ async fn discovery_lists_the_demo_capabilities_and_filters_by_side_effect() {
             "aip.native.http.v1",
             "aip.sse.stream.v1",
             "aip.websocket.stream.v1",
-            "aip.mcp.compat.v1"
+            "aip.mcp.compat.v1",
+            "aip.a2a.compat.v1"
         ])
     );
     let ids: Vec<&str> = manifest["capabilities"]

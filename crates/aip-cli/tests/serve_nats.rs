@@ -824,6 +824,7 @@ async fn a_handshake_over_nats_negotiates_the_nats_profile_and_the_manifest_name
             "aip.sse.stream.v1",
             "aip.websocket.stream.v1",
             "aip.mcp.compat.v1",
+            "aip.a2a.compat.v1",
             "aip.native.nats.v1"
         ]),
         "{reply}"

@@ -10,7 +10,6 @@
 mod cluster;
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -23,10 +22,6 @@ const ORDERS_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const ORDERS_ROTATED: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const BOOKINGS_SECRET: &str = "whsec_Ym9va2luZ3Mtc2VjcmV0LTAxMjM0NTY3ODlhYmNkZWY=";
 const BILLING_SECRET: &str = "whsec_ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
-
-fn workspace() -> PathBuf {
-    support::workspace()
-}
 
 /// The interop venv's Python when it holds `standardwebhooks` 1.1.0.
 fn python() -> Option<PathBuf> {
@@ -77,25 +72,13 @@ events = {{ "invoice.paid" = "cap:demo:echo" }}
 
 /// Sends `cases` with the library-based sender; one result per case, in order.
 fn send(python: &Path, cases: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(python)
-        .arg(workspace().join("tests/interop/webhook_send.py"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(Value::from(cases.to_vec()).to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
+    let out = support::run_script(
+        python,
+        "tests/interop/webhook_send.py",
+        &[],
+        &Value::from(cases.to_vec()),
     );
-    let results: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let results: Vec<Value> = serde_json::from_value(out).unwrap();
     assert_eq!(results.len(), cases.len());
     results
 }

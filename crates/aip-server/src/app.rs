@@ -123,6 +123,24 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         |id| auth.principal(id).is_some(),
     )
     .map_err(|e| ServeError::Config(e.to_string()))?;
+    let a2a = if config.a2a.enabled {
+        let state = crate::profile::a2a::A2aState::new(
+            config.a2a.clone(),
+            (
+                config.agent.name.clone(),
+                format!(
+                    "{} (an AIP 1.0 runtime; its capabilities as skills)",
+                    config.agent.name
+                ),
+            ),
+            config.limits.max_action_timeout_ms,
+            registry.all().map(|c| &c.capability),
+        )
+        .map_err(ServeError::Config)?;
+        Some(Arc::new(state))
+    } else {
+        None
+    };
     let resources = configured_resources(config)?;
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
         .map_err(|e| ServeError::Config(e.to_string()))?;
@@ -216,6 +234,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     if !webhooks.is_empty() {
         public = public.merge(crate::profile::webhook::routes(Arc::new(webhooks)));
     }
+    if let Some(a2a) = a2a {
+        public = public.merge(crate::profile::a2a::public_routes(Arc::clone(&a2a)));
+        routes = routes.merge(crate::profile::a2a::routes(a2a));
+    }
     if let Some(tools) = mcp_tools {
         let mcp = crate::profile::mcp::McpState::new(
             tools,
@@ -248,6 +270,9 @@ pub fn profiles(config: &Config) -> Vec<aip_core::ProfileId> {
         .collect();
     if config.mcp.enabled {
         profiles.push(aip_core::ProfileId::new(crate::profile::mcp::PROFILE));
+    }
+    if config.a2a.enabled {
+        profiles.push(aip_core::ProfileId::new(crate::profile::a2a::PROFILE));
     }
     if !config.webhooks.is_empty() {
         profiles.push(aip_core::ProfileId::new(crate::profile::webhook::PROFILE));

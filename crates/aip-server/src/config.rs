@@ -33,6 +33,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "mcp",
     "mcp_upstreams",
     "webhooks",
+    "a2a",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -116,6 +117,9 @@ pub struct Config {
     /// Signed webhook subscriptions (spec 21.3) at `/aip/v1/webhooks/{id}`.
     #[serde(default)]
     pub webhooks: Vec<crate::profile::webhook::SubscriptionConfig>,
+    /// The A2A compatibility profile (spec 21.2) at `/a2a`, with the agent card.
+    #[serde(default)]
+    pub a2a: crate::profile::a2a::A2aConfig,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -552,6 +556,7 @@ impl Default for Config {
             mcp: crate::profile::mcp::McpConfig::default(),
             mcp_upstreams: Vec::new(),
             webhooks: Vec::new(),
+            a2a: crate::profile::a2a::A2aConfig::default(),
         }
     }
 }

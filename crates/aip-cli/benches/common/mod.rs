@@ -270,3 +270,41 @@ pub async fn sync_echo(http: &reqwest::Client, base: &str, token: &str) {
     )
     .await;
 }
+
+/// Measures `baseline` then `profile` at each concurrency level, printing one Markdown table row
+/// per level (rate, p50 and the ratio; p99 of the profile), between load averages. `labels` name
+/// the two columns' operations.
+pub fn compare<B, BF, P, PF>(
+    rt: &tokio::runtime::Runtime,
+    (requests, levels): (usize, Vec<usize>),
+    labels: (&str, &str),
+    baseline: B,
+    profile: P,
+) where
+    B: Fn(usize) -> BF + Clone + Send + 'static,
+    BF: std::future::Future<Output = ()> + Send,
+    P: Fn(usize) -> PF + Clone + Send + 'static,
+    PF: std::future::Future<Output = ()> + Send,
+{
+    let (base, prof) = labels;
+    println!("operations per level: {requests} (after {WARMUP} warm-up operations)");
+    println!("load average (1 min) before: {}", load_average());
+    println!(
+        "| concurrency | {base}/s | {base} p50 ms | {prof}/s | {prof} p50 ms | {prof} p99 ms | ratio |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for level in levels {
+        let b = rt.block_on(measure(requests, level, baseline.clone()));
+        let p = rt.block_on(measure(requests, level, profile.clone()));
+        println!(
+            "| {level} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
+            b.rate,
+            b.p50_ms,
+            p.rate,
+            p.p50_ms,
+            p.p99_ms,
+            p.rate / b.rate
+        );
+    }
+    println!("load average (1 min) after: {}", load_average());
+}

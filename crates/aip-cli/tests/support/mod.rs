@@ -264,6 +264,29 @@ pub fn interop_python(package: &str, version: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// Runs the interop script `script` (relative to the repository root) with `python` and `args`,
+/// `input` as JSON on its stdin; its stdout parsed as JSON. A failing script fails the test.
+pub fn run_script(python: &Path, script: &str, args: &[&str], input: &Value) -> Value {
+    use std::io::Write;
+    let mut child = Command::new(python)
+        .arg(workspace().join(script))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{script} failed: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{script} printed no JSON ({e}): {text}"))
+}
+
 /// One parsed SSE event.
 #[derive(Debug, Clone)]
 pub struct SseEvent {

@@ -24,7 +24,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 pub use verify::{Delivery, Secret, SecretError, SigningOrder, WebhookError, verify};
 
@@ -445,17 +444,11 @@ fn route(subscription: &Subscription, event: Value) -> Result<(String, bool, Val
 /// The action a delivery becomes: the same for every replay of it, so the action is the durable
 /// claim of the delivery id.
 fn action_id(subscription: &str, delivery_id: &str) -> String {
-    let mut hash = Sha256::new();
-    hash.update(b"aip.http.webhook.v1");
-    for part in [subscription, delivery_id] {
-        hash.update((part.len() as u64).to_be_bytes());
-        hash.update(part.as_bytes());
-    }
-    let hex: String = hash.finalize()[..16]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("act_whk{hex}")
+    super::derived_id(
+        "act_whk",
+        b"aip.http.webhook.v1",
+        &[subscription, delivery_id],
+    )
 }
 
 /// A refused delivery: 401, nothing parsed or stored.

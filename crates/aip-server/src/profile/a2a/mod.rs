@@ -1,0 +1,212 @@
+//! The A2A compatibility profile `aip.a2a.compat.v1` (spec 21.2), A2A protocol 1.0 over JSON-RPC at
+//! `POST /a2a`, with the agent card at `/.well-known/agent-card.json`.
+//!
+//! A task is a native action (task id = action id) admitted through the same admission as every
+//! transport, owned by the bearer's principal: another principal's task is "task not found". A
+//! message's `messageId` is its idempotency: the action id is derived from (principal, messageId),
+//! so a re-sent message answers the same task. Task states are projected from the native lifecycle
+//! (a pending approval is `TASK_STATE_INPUT_REQUIRED`, never completed); artifacts from the result
+//! and the stream chunks. No A2A type crosses into the runtime or the store. Push notification
+//! configs, multi-turn tasks (a message naming a `taskId` or `contextId`) and outbound calls to
+//! remote A2A agents are not built: they are refused with the A2A error for each.
+
+mod card;
+mod rpc;
+mod send;
+mod task;
+
+use std::sync::Arc;
+
+use aip_runtime::Caller;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::http::AppState;
+use rpc::{A2aError, Reply};
+
+/// Profile id (spec 21.2).
+pub const PROFILE: &str = "aip.a2a.compat.v1";
+/// The A2A protocol version served.
+pub const PROTOCOL_VERSION: &str = "1.0";
+
+/// `[a2a]`: the A2A endpoint and agent card.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct A2aConfig {
+    /// Serve A2A at `/a2a` (aliases `/a2a/v1`, `/aip/v1/a2a`) and the agent card. Default on.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The externally visible base URL (`https://agents.example.com`) the card's interface URL is
+    /// built from. Unset: `http://<the Host header of the card request>`.
+    #[serde(default)]
+    pub public_base_url: Option<String>,
+    /// The capability a message invokes when it names none.
+    #[serde(default)]
+    pub default_capability: Option<String>,
+    /// Capabilities listed as skills on the public card; every capability the caller may invoke is
+    /// on the authenticated extended card.
+    #[serde(default)]
+    pub public_skills: Vec<String>,
+}
+
+impl Default for A2aConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            public_base_url: None,
+            default_capability: None,
+            public_skills: Vec::new(),
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// What the A2A routes share.
+#[derive(Debug)]
+pub struct A2aState {
+    config: A2aConfig,
+    /// The agent's name and description on the card.
+    agent: (String, String),
+    /// Bound of a blocking `SendMessage` wait and of a stream, ms.
+    max_wait_ms: u64,
+    /// Every admitted capability, by id (skills, and the modes a message may run in).
+    capabilities: std::collections::BTreeMap<String, aip_core::Capability>,
+}
+
+impl A2aState {
+    /// Checks `config` against the admitted `capabilities`.
+    pub fn new<'a>(
+        config: A2aConfig,
+        agent: (String, String),
+        max_wait_ms: u64,
+        capabilities: impl Iterator<Item = &'a aip_core::Capability>,
+    ) -> Result<Self, String> {
+        let capabilities: std::collections::BTreeMap<String, aip_core::Capability> = capabilities
+            .map(|c| (c.id.as_str().to_owned(), c.clone()))
+            .collect();
+        let known = |id: &str| capabilities.contains_key(id);
+        if let Some(base) = &config.public_base_url
+            && !(base.starts_with("https://") || base.starts_with("http://"))
+        {
+            return Err(format!("a2a.public_base_url {base} is not an http(s) URL"));
+        }
+        for id in config
+            .default_capability
+            .iter()
+            .chain(&config.public_skills)
+        {
+            if !known(id) {
+                return Err(format!("a2a: unknown capability {id}"));
+            }
+        }
+        Ok(Self {
+            config,
+            agent,
+            max_wait_ms,
+            capabilities,
+        })
+    }
+}
+
+/// The public card routes.
+pub fn public_routes(state: Arc<A2aState>) -> Router<AppState> {
+    let card = axum::routing::get(card::public);
+    Router::new()
+        .route("/.well-known/agent-card.json", card.clone())
+        .route("/.well-known/agent.json", card.clone())
+        .route("/a2a/agent-card", card)
+        .layer(Extension(state))
+}
+
+/// The JSON-RPC routes (behind bearer authentication and the Host/Origin guard).
+pub fn routes(state: Arc<A2aState>) -> Router<AppState> {
+    let endpoint = axum::routing::post(post);
+    Router::new()
+        .route("/a2a", endpoint.clone())
+        .route("/a2a/v1", endpoint.clone())
+        .route("/aip/v1/a2a", endpoint)
+        .layer(Extension(state))
+}
+
+/// One authenticated call.
+struct Call<'a> {
+    app: &'a AppState,
+    a2a: &'a A2aState,
+    caller: &'a Caller,
+    headers: &'a HeaderMap,
+}
+
+/// `POST /a2a`: one JSON-RPC request.
+async fn post(
+    State(app): State<AppState>,
+    Extension(a2a): Extension<Arc<A2aState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, axum::extract::rejection::BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            return (
+                rejection.status(),
+                axum::Json(rpc::error_body(
+                    &Value::Null,
+                    &A2aError::invalid_request("the request body was refused"),
+                )),
+            )
+                .into_response();
+        }
+    };
+    let (id, method, params) = match rpc::decode(&body) {
+        Ok(request) => request,
+        Err((id, error)) => return Reply::Error(id, error).into_response(),
+    };
+    if let Err(error) = rpc::check_version(&headers) {
+        return Reply::Error(id, error).into_response();
+    }
+    let call = Call {
+        app: &app,
+        a2a: &a2a,
+        caller: &caller,
+        headers: &headers,
+    };
+    dispatch(&call, id, &method, params).await.into_response()
+}
+
+async fn dispatch(call: &Call<'_>, id: Value, method: &str, params: Map<String, Value>) -> Reply {
+    let done = |result: Result<Value, A2aError>| match result {
+        Ok(value) => Reply::Result(id.clone(), value),
+        Err(error) => Reply::Error(id.clone(), error),
+    };
+    // A request's tenant is a selector (spec 22.6): only the caller's own.
+    if let Some(tenant) = params.get("tenant").and_then(Value::as_str)
+        && !tenant.is_empty()
+        && tenant != call.caller.tenant
+    {
+        return done(Err(A2aError::invalid_params(
+            "tenant selects only the caller's own tenant",
+        )));
+    }
+    match method {
+        "SendMessage" => done(send::send(call, &params).await),
+        "SendStreamingMessage" => send::send_streaming(call, id.clone(), &params).await,
+        "SubscribeToTask" => send::subscribe(call, id.clone(), &params).await,
+        "GetTask" => done(task::get(call, &params).await),
+        "ListTasks" => done(task::list(call, &params).await),
+        "CancelTask" => done(task::cancel(call, &params).await),
+        "GetExtendedAgentCard" => done(Ok(card::extended(call))),
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => done(Err(A2aError::push_not_supported())),
+        _ => done(Err(A2aError::method_not_found(method))),
+    }
+}
