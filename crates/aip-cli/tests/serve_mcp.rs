@@ -220,14 +220,56 @@ async fn streamable_http_refuses_bad_headers_sizes_origins_and_batches_outside_2
     let answered = old.post_raw(batch).await;
     assert_eq!(answered.status, 200, "{}", answered.body);
     assert_eq!(answered.body.as_array().unwrap().len(), 2);
-    // GET offers no standalone stream.
-    let get = mcp
-        .request(reqwest::Method::GET)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(get.status(), 405);
+}
+
+#[tokio::test]
+async fn a_standalone_get_stream_is_bounded_per_session_owned_and_ends_with_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut alice = Mcp::new(&server.base, Some(ALICE));
+    alice.open("2025-11-25").await;
+    let get = |client: &Mcp| {
+        client
+            .request(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .send()
+    };
+    let mut open = Vec::new();
+    for _ in 0..8 {
+        let stream = get(&alice).await.unwrap();
+        assert_eq!(stream.status(), 200);
+        assert!(
+            stream.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/event-stream")
+        );
+        open.push(stream);
+    }
+    // The ninth on one session is refused; a closed one frees its place.
+    assert_eq!(get(&alice).await.unwrap().status(), 429);
+    drop(open.pop());
+    let mut freed = None;
+    for _ in 0..50 {
+        let again = get(&alice).await.unwrap();
+        if again.status() == 200 {
+            freed = Some(again);
+            break;
+        }
+        support::pause(100).await;
+    }
+    let freed = freed.expect("a closed stream's place is freed");
+    // Another principal, or no session: not found / bad request, never a stream.
+    let mut bob = Mcp::new(&server.base, Some(BOB));
+    bob.session = alice.session.clone();
+    assert_eq!(get(&bob).await.unwrap().status(), 404);
+    let mut anonymous_session = Mcp::new(&server.base, Some(ALICE));
+    anonymous_session.version = Some("2025-11-25".into());
+    assert_eq!(get(&anonymous_session).await.unwrap().status(), 400);
+    // DELETE ends the session and with it the open streams.
+    assert_eq!(alice.delete().await, 204);
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), freed.bytes()).await;
+    assert!(ended.is_ok(), "the stream outlived its session");
 }
 
 #[tokio::test]

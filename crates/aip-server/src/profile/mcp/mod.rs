@@ -5,8 +5,9 @@
 //! admitted exactly like one sent over HTTP. The legacy HTTP+SSE binding serves `2024-11-05` only.
 //! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
 //! capabilities run as MCP tasks. Resources are the native resources under their read policy;
-//! prompts are configured templates. What is not implemented (resource subscriptions, logging,
-//! completions, sampling, elicitation) is not advertised and its methods are "method not found".
+//! prompts are configured templates. `GET /mcp` opens a session's standalone stream. What is not
+//! implemented (resource subscriptions and templates, completions, sampling, elicitation) is not
+//! advertised and its methods are "method not found".
 
 mod facade;
 mod legacy;
@@ -120,6 +121,8 @@ pub struct McpState {
     pub(crate) max_call_wait_ms: u64,
     /// Configured prompt templates.
     pub(crate) prompts: Vec<resources::PromptConfig>,
+    /// Open standalone `GET /mcp` streams on this node, per session.
+    pub(crate) standalone: transport::Standalone,
 }
 
 impl McpState {
@@ -136,6 +139,7 @@ impl McpState {
             legacy: legacy::Streams::default(),
             max_call_wait_ms,
             prompts,
+            standalone: transport::Standalone::default(),
         }
     }
 }

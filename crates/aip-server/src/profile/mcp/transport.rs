@@ -4,6 +4,7 @@
 // A refusal is the handler's finished HTTP answer, returned early; boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use aip_runtime::{Caller, RuntimeError};
@@ -117,25 +118,67 @@ pub async fn post(
     }
 }
 
+/// Most standalone streams one session may hold open on one node.
+const MAX_STANDALONE: usize = 8;
+/// How often an open standalone stream checks that its session is still open.
+const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Open standalone streams per session on this node.
+#[derive(Debug, Default)]
+pub struct Standalone(std::sync::Mutex<HashMap<String, usize>>);
+
+/// One open standalone stream, counted while it lives.
+struct StandaloneSlot {
+    mcp: Arc<McpState>,
+    session: String,
+}
+
+impl Standalone {
+    /// A slot for one more stream of `session`, unless it holds the most already.
+    fn open(mcp: &Arc<McpState>, session: &str) -> Option<StandaloneSlot> {
+        // A poisoned lock only means another stream panicked while counting: the counts stand.
+        let mut open = mcp.standalone.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(session.to_owned()).or_insert(0);
+        if *count >= MAX_STANDALONE {
+            return None;
+        }
+        *count += 1;
+        Some(StandaloneSlot {
+            mcp: Arc::clone(mcp),
+            session: session.to_owned(),
+        })
+    }
+}
+
+impl Drop for StandaloneSlot {
+    fn drop(&mut self) {
+        let mut open = self
+            .mcp
+            .standalone
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.session) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.session);
+            }
+        }
+    }
+}
+
 /// `GET /mcp`: with `Last-Event-ID`, resumes a call's response stream of the caller's session;
-/// without, 405 (no standalone server-to-client stream; spec-allowed, both SDKs accept it).
+/// without, opens a standalone server-to-client stream for the session (at most
+/// [`MAX_STANDALONE`] per session on a node). This server sends nothing unsolicited yet (its tool,
+/// resource and prompt lists do not change while it runs), so the stream carries keep-alives until
+/// the session ends, the server shuts down or the client goes away.
 pub async fn get(
     State(app): State<AppState>,
     Extension(mcp): Extension<Arc<McpState>>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
 ) -> Response {
-    let Some(last) = headers.get("last-event-id") else {
-        let mut response = http_error(
-            StatusCode::METHOD_NOT_ALLOWED,
-            rpc::INVALID_REQUEST,
-            "this server offers no standalone SSE stream",
-        );
-        response
-            .headers_mut()
-            .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
-        return response;
-    };
+    let last = headers.get("last-event-id");
     if !accepts(&headers, &["text/event-stream"]) {
         return http_error(
             StatusCode::NOT_ACCEPTABLE,
@@ -160,6 +203,9 @@ pub async fn get(
         Ok(session) => session,
         Err(response) => return response,
     };
+    let Some(last) = last else {
+        return standalone(&endpoint, &mcp, session);
+    };
     let Ok(last) = last.to_str() else {
         return http_error(
             StatusCode::BAD_REQUEST,
@@ -168,6 +214,47 @@ pub async fn get(
         );
     };
     resume(endpoint, session, last).await
+}
+
+/// Whether a session in `state` is over (its id answers 404).
+fn ended(state: SessionState) -> bool {
+    matches!(
+        state,
+        SessionState::Cancelled
+            | SessionState::Settled
+            | SessionState::Failed
+            | SessionState::Completed
+    )
+}
+
+/// The standalone stream of `session`: open while the session is.
+fn standalone(endpoint: &Endpoint<'_>, mcp: &Arc<McpState>, session: Session) -> Response {
+    let Some(slot) = Standalone::open(mcp, &session.id) else {
+        return http_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            rpc::INVALID_REQUEST,
+            "this session holds the most standalone streams already",
+        );
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Outgoing>(1);
+    let runtime = Arc::clone(&endpoint.app.runtime);
+    let caller = endpoint.caller.clone();
+    tokio::spawn(async move {
+        let _slot = slot;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(SESSION_CHECK) => {}
+                () = tx.closed() => return,
+                () = crate::http::shutting_down() => return,
+            }
+            // Ends with the session (deleted, expired, or closed on another node).
+            match runtime.owned_session(&caller, &session.id).await {
+                Ok(record) if !ended(record.state) => {}
+                _ => return,
+            }
+        }
+    });
+    sse_response(rx, endpoint.app.streaming.heartbeat)
 }
 
 /// `DELETE /mcp`: ends the session; admitted actions run on (spec 20.1: losing a connection or a
@@ -323,13 +410,7 @@ impl Endpoint<'_> {
             // A native session is not an MCP session.
             return Err(session_not_found());
         };
-        if matches!(
-            record.state,
-            SessionState::Cancelled
-                | SessionState::Settled
-                | SessionState::Failed
-                | SessionState::Completed
-        ) {
+        if ended(record.state) {
             return Err(session_not_found());
         }
         if header.is_some_and(|h| h != version) {
