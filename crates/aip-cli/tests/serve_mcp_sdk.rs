@@ -388,7 +388,7 @@ messages = [{{ role = "user", text = "This is a simple prompt for testing." }}]
 [[mcp.prompts]]
 name = "test_prompt_with_arguments"
 description = "A prompt with arguments"
-arguments = [{{ name = "arg1", required = true }}, {{ name = "arg2", required = true }}]
+arguments = [{{ name = "arg1", required = true, values = ["test-one", "testing", "other"] }}, {{ name = "arg2", required = true }}]
 messages = [{{ role = "user", text = "Prompt with arguments: arg1='{{{{arg1}}}}', arg2='{{{{arg2}}}}'" }}]
 "#,
             root = root.display(),

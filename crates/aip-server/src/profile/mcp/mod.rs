@@ -6,8 +6,8 @@
 //! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
 //! capabilities run as MCP tasks. Resources are the native resources under their read policy;
 //! prompts are configured templates. `GET /mcp` opens a session's standalone stream. What is not
-//! implemented (resource subscriptions and templates, completions, sampling, elicitation) is not
-//! advertised and its methods are "method not found".
+//! implemented (resource subscriptions and templates, sampling, elicitation) is not advertised
+//! and its methods are "method not found"; completions cover configured prompt arguments.
 
 mod facade;
 mod legacy;

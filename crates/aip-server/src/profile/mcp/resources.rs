@@ -156,6 +156,9 @@ pub struct PromptArgument {
     /// Whether `prompts/get` must give it.
     #[serde(default)]
     pub required: bool,
+    /// The values `completion/complete` offers for it (those starting with what was typed).
+    #[serde(default)]
+    pub values: Vec<String>,
 }
 
 /// A prompt message.
@@ -281,6 +284,58 @@ pub fn prompts_get(prompts: &[PromptConfig], params: &Map<String, Value>) -> Cal
     Ok(result)
 }
 
+/// Most values one completion answers (the MCP limit).
+const MAX_COMPLETIONS: usize = 100;
+
+/// `completion/complete` for a prompt argument: its configured values that start with the typed
+/// value (case-insensitive), at most 100. Resource templates are not served, so a `ref/resource`
+/// is refused.
+pub fn complete(prompts: &[PromptConfig], params: &Map<String, Value>) -> CallOutcome {
+    let invalid = |m: String| Err((INVALID_PARAMS, m));
+    let reference = params.get("ref").and_then(Value::as_object);
+    let (kind, name) = match reference {
+        Some(r) => (
+            r.get("type").and_then(Value::as_str),
+            r.get("name").and_then(Value::as_str),
+        ),
+        None => return invalid("ref is required".into()),
+    };
+    let name = match (kind, name) {
+        (Some("ref/prompt"), Some(name)) => name,
+        (Some("ref/resource"), _) => {
+            return invalid("this server has no resource templates to complete".into());
+        }
+        _ => return invalid("ref must be a ref/prompt with a name".into()),
+    };
+    let Some(prompt) = prompts.iter().find(|p| p.name == name) else {
+        return invalid(format!("unknown prompt: {name}"));
+    };
+    let argument = params.get("argument").and_then(Value::as_object);
+    let (Some(argument_name), Some(typed)) = (
+        argument.and_then(|a| a.get("name")).and_then(Value::as_str),
+        argument
+            .and_then(|a| a.get("value"))
+            .and_then(Value::as_str),
+    ) else {
+        return invalid("argument needs a name and a string value".into());
+    };
+    if typed.len() > MAX_ARGUMENT_BYTES {
+        return invalid("argument value is longer than 16 KiB".into());
+    }
+    let Some(known) = prompt.arguments.iter().find(|a| a.name == argument_name) else {
+        return invalid(format!("prompt {name} has no argument {argument_name}"));
+    };
+    let typed = typed.to_lowercase();
+    let matching: Vec<&String> = known
+        .values
+        .iter()
+        .filter(|v| v.to_lowercase().starts_with(&typed))
+        .collect();
+    let values: Vec<&String> = matching.iter().take(MAX_COMPLETIONS).copied().collect();
+    Ok(json!({ "completion": {
+        "values": values, "total": matching.len(), "hasMore": matching.len() > MAX_COMPLETIONS } }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +349,7 @@ mod tests {
                 name: "code".into(),
                 description: None,
                 required: true,
+                values: vec!["parse()".into(), "Park()".into(), "run()".into()],
             }],
             messages: vec![PromptMessage {
                 role: "user".into(),
@@ -322,5 +378,26 @@ mod tests {
         );
         assert!(prompts_get(&prompts, &args(json!({"name": "nope"}))).is_err());
         assert!(check_prompts(&[prompt(), prompt()]).is_err());
+    }
+
+    #[test]
+    fn completion_offers_the_configured_values_that_start_with_what_was_typed() {
+        let prompts = [prompt()];
+        let ask = |v: Value| complete(&prompts, v.as_object().unwrap());
+        let got = ask(json!({"ref": {"type": "ref/prompt", "name": "review"},
+                             "argument": {"name": "code", "value": "PAR"}}))
+        .unwrap();
+        assert_eq!(
+            got["completion"],
+            json!({"values": ["parse()", "Park()"], "total": 2, "hasMore": false})
+        );
+        for bad in [
+            json!({"ref": {"type": "ref/resource", "uri": "x://{id}"}, "argument": {"name": "id", "value": ""}}),
+            json!({"ref": {"type": "ref/prompt", "name": "nope"}, "argument": {"name": "code", "value": ""}}),
+            json!({"ref": {"type": "ref/prompt", "name": "review"}, "argument": {"name": "other", "value": ""}}),
+            json!({"ref": {"type": "ref/prompt", "name": "review"}}),
+        ] {
+            assert!(ask(bad.clone()).is_err(), "{bad}");
+        }
     }
 }

@@ -557,6 +557,12 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
+            "completion/complete" if !self.mcp.prompts.is_empty() => {
+                match super::resources::complete(&self.mcp.prompts, params) {
+                    Ok(result) => rpc::result(id, result),
+                    Err((code, message)) => rpc::error(id, code, &message, None),
+                }
+            }
             "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel"
                 if session.version >= Version::V2025_11_25 =>
             {
@@ -720,6 +726,10 @@ pub(super) fn init_result(version: Version, prompts: bool) -> Value {
     });
     if prompts {
         capabilities["prompts"] = json!({ "listChanged": false });
+        // Completions of prompt arguments; the capability exists from 2025-03-26.
+        if version >= Version::V2025_03_26 {
+            capabilities["completions"] = json!({});
+        }
     }
     if version >= Version::V2025_11_25 {
         capabilities["tasks"] =
