@@ -314,13 +314,17 @@ fn stream(call: &Call<'_>, id: Value, action_id: String) -> Reply {
     let runtime = std::sync::Arc::clone(&call.app.runtime);
     let caller = call.caller.clone();
     let bound = Duration::from_millis(call.a2a.max_wait_ms);
+    let out = Out {
+        tx,
+        send_timeout: call.app.streaming.send_timeout,
+    };
     tokio::spawn(async move {
         let frame = |result: Value| rpc::result_body(&id, result);
-        let follow = follow(&runtime, &caller, &action_id, &tx, bound, frame);
+        let follow = follow(&runtime, &caller, &action_id, &out, bound, frame);
         tokio::select! {
             outcome = follow => {
                 if let Err(error) = outcome {
-                    let _ = tx.send(rpc::error_body(&id, &error)).await;
+                    out.send(rpc::error_body(&id, &error)).await;
                 }
             }
             () = crate::http::shutting_down() => {}
@@ -339,11 +343,32 @@ fn stream(call: &Call<'_>, id: Value, action_id: String) -> Reply {
     )
 }
 
+/// A stream's frames go out through here: a reader that stops reading for longer than the
+/// binding's send timeout loses the stream (bounded memory, no task held forever).
+struct Out {
+    tx: tokio::sync::mpsc::Sender<Value>,
+    send_timeout: Duration,
+}
+
+impl Out {
+    /// Whether the frame went out (false: the reader is gone or stalled; stop).
+    async fn send(&self, frame: Value) -> bool {
+        matches!(
+            tokio::time::timeout(self.send_timeout, self.tx.send(frame)).await,
+            Ok(Ok(()))
+        )
+    }
+
+    async fn closed(&self) {
+        self.tx.closed().await;
+    }
+}
+
 async fn follow(
     runtime: &std::sync::Arc<aip_runtime::Runtime>,
     caller: &aip_runtime::Caller,
     action_id: &str,
-    tx: &tokio::sync::mpsc::Sender<Value>,
+    tx: &Out,
     bound: Duration,
     frame: impl Fn(Value) -> Value,
 ) -> Result<(), A2aError> {
@@ -353,11 +378,7 @@ async fn follow(
         .action_status(caller, action_id, true, false, None)
         .await
         .map_err(native)?;
-    if tx
-        .send(frame(json!({ "task": task::task(&view) })))
-        .await
-        .is_err()
-    {
+    if !tx.send(frame(json!({ "task": task::task(&view) }))).await {
         return Ok(());
     }
     let mut last = view.state;
@@ -377,7 +398,7 @@ async fn follow(
                 "artifact": { "artifactId": format!("{action_id}-stream"), "name": "stream",
                               "parts": [{ "data": data, "metadata": { "aip.sequence": chunk.sequence } }] } } });
             streamed = true;
-            if tx.send(frame(update)).await.is_err() {
+            if !tx.send(frame(update)).await {
                 return Ok(());
             }
         }
@@ -398,14 +419,14 @@ async fn follow(
                 for artifact in task::artifacts(action_id, result) {
                     let update = json!({ "artifactUpdate": { "taskId": action_id, "contextId": action_id,
                         "append": false, "lastChunk": true, "artifact": artifact } });
-                    if tx.send(frame(update)).await.is_err() {
+                    if !tx.send(frame(update)).await {
                         return Ok(());
                     }
                 }
             }
             let update = json!({ "statusUpdate": { "taskId": action_id, "contextId": action_id,
                 "status": task::status(&view), "metadata": { "aip.state": view.state.as_str() } } });
-            if tx.send(frame(update)).await.is_err() {
+            if !tx.send(frame(update)).await {
                 return Ok(());
             }
             last = view.state;

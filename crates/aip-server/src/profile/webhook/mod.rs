@@ -38,6 +38,8 @@ const MAX_DELIVERY_ID: usize = 200;
 const MAX_SUBSCRIPTION_ID: usize = 64;
 /// Most secrets one subscription may hold (rotation needs two or three).
 const MAX_SECRETS: usize = 8;
+/// Longest wait for a delivery's whole body.
+const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// One `[[webhooks]]` subscription.
 #[derive(Debug, Clone, Deserialize)]
@@ -330,10 +332,24 @@ async fn admit(
     if declared.is_some_and(|n| n > subscription.max_body as u64) {
         return Err(too_large());
     }
-    // Bounded while reading: no MAC is computed over an unbounded body.
-    let raw = axum::body::to_bytes(body, subscription.max_body)
-        .await
-        .map_err(|_| too_large())?;
+    // Bounded while reading, in size and in time: no MAC is computed over an unbounded body, and a
+    // sender trickling bytes does not hold the connection.
+    let raw = match tokio::time::timeout(
+        BODY_TIMEOUT,
+        axum::body::to_bytes(body, subscription.max_body),
+    )
+    .await
+    {
+        Ok(Ok(raw)) => raw,
+        Ok(Err(_)) => return Err(too_large()),
+        Err(_) => {
+            return Err(ApiError::with_status(
+                StatusCode::REQUEST_TIMEOUT,
+                ErrorCode::BodyRejected,
+                "the body did not arrive in time",
+            ));
+        }
+    };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let delivery = Delivery {
         id: header("webhook-id"),
