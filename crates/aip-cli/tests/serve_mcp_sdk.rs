@@ -380,6 +380,14 @@ tenant_id = "default"
 access = {{ public = true }}
 file = "pixel.png"
 
+[[resources]]
+id = "test://watched-resource"
+name = "watched resource"
+mime_type = "text/plain"
+tenant_id = "default"
+access = {{ public = true }}
+text = "A resource clients subscribe to."
+
 [[mcp.prompts]]
 name = "test_simple_prompt"
 description = "A simple prompt"

@@ -782,6 +782,42 @@ messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
             .body["error"]["code"],
         -32002
     );
+    // Subscriptions: only to what one may read; a changed file is announced on the session's
+    // standalone stream.
+    assert_eq!(init["capabilities"]["resources"]["subscribe"], true);
+    let refused = bob
+        .call("resources/subscribe", json!({"uri": "res:logo"}))
+        .await;
+    assert_eq!(refused.body["error"]["code"], -32002, "{}", refused.body);
+    let subscribed = alice
+        .call("resources/subscribe", json!({"uri": "res:logo"}))
+        .await;
+    assert_eq!(subscribed.body["result"], json!({}), "{}", subscribed.body);
+    let stream = alice
+        .request(reqwest::Method::GET)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let mut events = support::SseReader::new(stream);
+    std::fs::write(root.join("logo.bin"), [1u8, 2, 3]).unwrap();
+    let updated = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let event = events.next().await.expect("the stream ended");
+            let message = event.data;
+            if message["method"] == "notifications/resources/updated" {
+                break message;
+            }
+        }
+    })
+    .await
+    .expect("no notifications/resources/updated within 20 s");
+    assert_eq!(updated["params"]["uri"], "res:logo");
+    let unsubscribed = alice
+        .call("resources/unsubscribe", json!({"uri": "res:logo"}))
+        .await;
+    assert_eq!(unsubscribed.body["result"], json!({}));
     // Prompts.
     let prompts = alice.call("prompts/list", json!({})).await.body["result"]["prompts"].clone();
     assert_eq!(prompts[0]["name"], "summarize");

@@ -794,7 +794,7 @@ async fn a_handshake_over_nats_negotiates_the_nats_profile_and_the_manifest_name
     // A profile the node does not serve is not agreed to.
     let mcp = envelope(
         "aip.core.v1.handshake",
-        json!({ "handshake": { "client": { "id": "svc:nats", "kind": "service" }, "purpose": "nats", "profiles": ["aip.a2a.compat.v1"] } }),
+        json!({ "handshake": { "client": { "id": "svc:nats", "kind": "service" }, "purpose": "nats", "profiles": ["aip.native.grpc.v1"] } }),
     );
     let (_, reply) = request(
         &client,

@@ -233,7 +233,7 @@ pub async fn message(
             } else {
                 rpc::result(
                     &id,
-                    init_result(Version::V2024_11_05, !mcp.prompts.is_empty()),
+                    init_result(Version::V2024_11_05, !mcp.prompts.is_empty(), false),
                 )
             }
         } else {

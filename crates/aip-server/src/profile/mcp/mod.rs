@@ -5,15 +5,17 @@
 //! admitted exactly like one sent over HTTP. The legacy HTTP+SSE binding serves `2024-11-05` only.
 //! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
 //! capabilities run as MCP tasks. Resources are the native resources under their read policy;
-//! prompts are configured templates. `GET /mcp` opens a session's standalone stream. What is not
-//! implemented (resource subscriptions and templates, sampling, elicitation) is not advertised
-//! and its methods are "method not found"; completions cover configured prompt arguments.
+//! prompts are configured templates. `GET /mcp` opens a session's standalone stream, which carries
+//! resource update notifications of its subscriptions. What is not implemented (resource
+//! templates, sampling, elicitation) is not advertised and its methods are "method not found";
+//! completions cover configured prompt arguments.
 
 mod facade;
 mod legacy;
 pub mod oauth;
 pub mod resources;
 pub mod rpc;
+mod standalone;
 mod tasks;
 mod tools;
 mod transport;
@@ -122,7 +124,9 @@ pub struct McpState {
     /// Configured prompt templates.
     pub(crate) prompts: Vec<resources::PromptConfig>,
     /// Open standalone `GET /mcp` streams on this node, per session.
-    pub(crate) standalone: transport::Standalone,
+    pub(crate) standalone: standalone::Standalone,
+    /// Resource subscriptions on this node, per session.
+    pub(crate) subscriptions: standalone::Subscriptions,
 }
 
 impl McpState {
@@ -139,7 +143,8 @@ impl McpState {
             legacy: legacy::Streams::default(),
             max_call_wait_ms,
             prompts,
-            standalone: transport::Standalone::default(),
+            standalone: standalone::Standalone::default(),
+            subscriptions: standalone::Subscriptions::default(),
         }
     }
 }

@@ -16,7 +16,7 @@ use super::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::tools::CallOutcome;
 
 /// MCP: the resource does not exist (for this caller).
-const RESOURCE_NOT_FOUND: i64 = -32002;
+pub(super) const RESOURCE_NOT_FOUND: i64 = -32002;
 /// Resources per `resources/list` page.
 const PAGE: u32 = 100;
 /// Longest argument value substituted into a prompt.

@@ -4,7 +4,6 @@
 // A refusal is the handler's finished HTTP answer, returned early; boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use aip_runtime::{Caller, RuntimeError};
@@ -118,60 +117,10 @@ pub async fn post(
     }
 }
 
-/// Most standalone streams one session may hold open on one node.
-const MAX_STANDALONE: usize = 8;
-/// How often an open standalone stream checks that its session is still open.
-const SESSION_CHECK: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// Open standalone streams per session on this node.
-#[derive(Debug, Default)]
-pub struct Standalone(std::sync::Mutex<HashMap<String, usize>>);
-
-/// One open standalone stream, counted while it lives.
-struct StandaloneSlot {
-    mcp: Arc<McpState>,
-    session: String,
-}
-
-impl Standalone {
-    /// A slot for one more stream of `session`, unless it holds the most already.
-    fn open(mcp: &Arc<McpState>, session: &str) -> Option<StandaloneSlot> {
-        // A poisoned lock only means another stream panicked while counting: the counts stand.
-        let mut open = mcp.standalone.0.lock().unwrap_or_else(|e| e.into_inner());
-        let count = open.entry(session.to_owned()).or_insert(0);
-        if *count >= MAX_STANDALONE {
-            return None;
-        }
-        *count += 1;
-        Some(StandaloneSlot {
-            mcp: Arc::clone(mcp),
-            session: session.to_owned(),
-        })
-    }
-}
-
-impl Drop for StandaloneSlot {
-    fn drop(&mut self) {
-        let mut open = self
-            .mcp
-            .standalone
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = open.get_mut(&self.session) {
-            *count -= 1;
-            if *count == 0 {
-                open.remove(&self.session);
-            }
-        }
-    }
-}
-
 /// `GET /mcp`: with `Last-Event-ID`, resumes a call's response stream of the caller's session;
-/// without, opens a standalone server-to-client stream for the session (at most
-/// [`MAX_STANDALONE`] per session on a node). This server sends nothing unsolicited yet (its tool,
-/// resource and prompt lists do not change while it runs), so the stream carries keep-alives until
-/// the session ends, the server shuts down or the client goes away.
+/// without, opens the session's standalone server-to-client stream (`standalone.rs`: bounded per
+/// session, carrying resource update notifications until the session ends, the server shuts down
+/// or the client goes away).
 pub async fn get(
     State(app): State<AppState>,
     Extension(mcp): Extension<Arc<McpState>>,
@@ -204,7 +153,7 @@ pub async fn get(
         Err(response) => return response,
     };
     let Some(last) = last else {
-        return standalone(&endpoint, &mcp, session);
+        return super::standalone::open(&endpoint, &mcp, session);
     };
     let Ok(last) = last.to_str() else {
         return http_error(
@@ -217,7 +166,7 @@ pub async fn get(
 }
 
 /// Whether a session in `state` is over (its id answers 404).
-fn ended(state: SessionState) -> bool {
+pub(super) fn ended(state: SessionState) -> bool {
     matches!(
         state,
         SessionState::Cancelled
@@ -225,36 +174,6 @@ fn ended(state: SessionState) -> bool {
             | SessionState::Failed
             | SessionState::Completed
     )
-}
-
-/// The standalone stream of `session`: open while the session is.
-fn standalone(endpoint: &Endpoint<'_>, mcp: &Arc<McpState>, session: Session) -> Response {
-    let Some(slot) = Standalone::open(mcp, &session.id) else {
-        return http_error(
-            StatusCode::TOO_MANY_REQUESTS,
-            rpc::INVALID_REQUEST,
-            "this session holds the most standalone streams already",
-        );
-    };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Outgoing>(1);
-    let runtime = Arc::clone(&endpoint.app.runtime);
-    let caller = endpoint.caller.clone();
-    tokio::spawn(async move {
-        let _slot = slot;
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(SESSION_CHECK) => {}
-                () = tx.closed() => return,
-                () = crate::http::shutting_down() => return,
-            }
-            // Ends with the session (deleted, expired, or closed on another node).
-            match runtime.owned_session(&caller, &session.id).await {
-                Ok(record) if !ended(record.state) => {}
-                _ => return,
-            }
-        }
-    });
-    sse_response(rx, endpoint.app.streaming.heartbeat)
 }
 
 /// `DELETE /mcp`: ends the session; admitted actions run on (spec 20.1: losing a connection or a
@@ -285,7 +204,10 @@ pub async fn delete(
         .close_session(&caller, &session_id, Some("MCP session deleted"))
         .await
     {
-        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Ok(_) => {
+            mcp.subscriptions.forget(&session_id);
+            StatusCode::NO_CONTENT.into_response()
+        }
         Err(RuntimeError::NotFound(_) | RuntimeError::SessionState(_)) => session_not_found(),
         Err(err) => http_error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -344,7 +266,8 @@ impl Endpoint<'_> {
                 );
             }
         };
-        let result = init_result(version, !self.mcp.prompts.is_empty());
+        // Subscriptions are delivered on the standalone stream, which the legacy binding lacks.
+        let result = init_result(version, !self.mcp.prompts.is_empty(), true);
         let mut response = http_json(StatusCode::OK, rpc::result(id, result));
         if let Ok(value) = HeaderValue::from_str(&session.session_id) {
             response.headers_mut().insert(SESSION_HEADER, value);
@@ -557,6 +480,18 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
+            "resources/subscribe" | "resources/unsubscribe" if !session.legacy => {
+                let outcome = match method {
+                    "resources/subscribe" => {
+                        super::standalone::subscribe(self, session, params).await
+                    }
+                    _ => super::standalone::unsubscribe(self.mcp, session, params),
+                };
+                match outcome {
+                    Ok(result) => rpc::result(id, result),
+                    Err((code, message)) => rpc::error(id, code, &message, None),
+                }
+            }
             "completion/complete" if !self.mcp.prompts.is_empty() => {
                 match super::resources::complete(&self.mcp.prompts, params) {
                     Ok(result) => rpc::result(id, result),
@@ -714,14 +649,14 @@ impl Endpoint<'_> {
 }
 
 /// The `initialize` result at `version`: only what this server serves, in that version's terms.
-pub(super) fn init_result(version: Version, prompts: bool) -> Value {
+pub(super) fn init_result(version: Version, prompts: bool, subscribe: bool) -> Value {
     let mut server_info = json!({ "name": "aip", "version": env!("CARGO_PKG_VERSION") });
     if version >= Version::V2025_06_18 {
         server_info["title"] = json!("aip: AIP runtime (MCP compatibility profile)");
     }
     let mut capabilities = json!({
         "tools": { "listChanged": false },
-        "resources": { "subscribe": false, "listChanged": false },
+        "resources": { "subscribe": subscribe, "listChanged": false },
         "logging": {},
     });
     if prompts {
@@ -783,7 +718,7 @@ fn progress_stream(
 }
 
 /// The SSE response carrying `rx`'s messages (with their event ids) until the sender is done.
-fn sse_response(
+pub(super) fn sse_response(
     rx: tokio::sync::mpsc::Receiver<Outgoing>,
     heartbeat: std::time::Duration,
 ) -> Response {
