@@ -139,7 +139,7 @@ pub const CLASSES: &[Class] = &[
         name: "MCP compatibility",
         claimed: false,
         evidence: &[
-            "not claimed: /mcp serves tools, resources and prompts over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks, progress and OAuth and upstream servers as capabilities (test binaries serve_mcp, serve_mcp_tools, serve_mcp_sdk, serve_mcp_oauth, serve_mcp_upstream); the official MCP conformance suite passes 14 of 30 server scenarios (issue 18)",
+            "not claimed: /mcp serves tools, resources and prompts over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks, progress and OAuth and upstream servers as capabilities (test binaries serve_mcp, serve_mcp_tools, serve_mcp_sdk, serve_mcp_oauth, serve_mcp_upstream); the official MCP conformance suite passes 15 of 30 server scenarios (issue 18)",
         ],
     },
     Class {

@@ -364,6 +364,12 @@ token_file = "{alice}"
 [mcp]
 dev_principal = "alice"
 
+[[mcp.resource_templates]]
+uri_template = "test://template/{{id}}/data"
+name = "template"
+description = "Echoes its id"
+capability = "cap:demo:echo"
+
 [[resources]]
 id = "test://static-text"
 name = "static text"

@@ -6,9 +6,11 @@
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::mcp::{ALICE, BOB, Mcp, two_principals as server};
 use support::{Server, token_file};
+
+const CAROL: &str = "carol-token-0123456789abcdef";
 
 #[tokio::test]
 async fn tools_follow_the_negotiated_version_and_each_call_is_a_native_action_of_the_caller() {
@@ -723,6 +725,18 @@ tenant_id = "default"
 access = {{ required_scopes = ["docs:read"] }}
 file = "logo.bin"
 
+[[mcp.resource_templates]]
+uri_template = "orders://{{id}}/summary"
+name = "Order summary"
+capability = "cap:demo:echo"
+
+[[principals]]
+id = "carol"
+kind = "agent"
+tenant = "default"
+scopes = ["docs:read"]
+token_file = "{carol}"
+
 [[mcp.prompts]]
 name = "summarize"
 title = "Summarize"
@@ -732,7 +746,8 @@ messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
 "#,
             root = root.display(),
             alice = alice.display(),
-            bob = bob.display()
+            bob = bob.display(),
+            carol = token_file(dir.path(), "carol.token", CAROL).display()
         ),
     )
     .unwrap();
@@ -782,6 +797,28 @@ messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
             .body["error"]["code"],
         -32002
     );
+    // A template: each read runs its read-only capability as the reader, with the URI's variables.
+    let templates = alice.call("resources/templates/list", json!({})).await;
+    assert_eq!(
+        templates.body["result"]["resourceTemplates"][0]["uriTemplate"],
+        "orders://{id}/summary"
+    );
+    let produced = alice
+        .call("resources/read", json!({"uri": "orders://42/summary"}))
+        .await;
+    let content = &produced.body["result"]["contents"][0];
+    assert_eq!(content["mimeType"], "application/json", "{}", produced.body);
+    let text: Value = serde_json::from_str(content["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, json!({"id": "42"}));
+    // Who may not invoke the capability finds neither the template nor its resources.
+    let mut carol = Mcp::new(&server.base, Some(CAROL));
+    carol.open("2025-06-18").await;
+    let hidden = carol.call("resources/templates/list", json!({})).await;
+    assert_eq!(hidden.body["result"]["resourceTemplates"], json!([]));
+    let refused = carol
+        .call("resources/read", json!({"uri": "orders://42/summary"}))
+        .await;
+    assert_eq!(refused.body["error"]["code"], -32002, "{}", refused.body);
     // Subscriptions: only to what one may read; a changed file is announced on the session's
     // standalone stream.
     assert_eq!(init["capabilities"]["resources"]["subscribe"], true);

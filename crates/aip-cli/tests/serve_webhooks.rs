@@ -37,6 +37,10 @@ fn config(dir: &Path) -> PathBuf {
         &path,
         format!(
             r#"
+# A delivery whose action was running when the node was killed is taken over after its lease.
+[limits]
+lease_ms = 1000
+
 [[principals]]
 id = "ops"
 token_file = "{ops}"

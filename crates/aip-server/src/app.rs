@@ -103,7 +103,12 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let mcp_tools = if config.mcp.enabled {
         let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
             .map_err(|e| ServeError::Config(e.to_string()))?;
-        Some(tools)
+        let templates =
+            crate::profile::mcp::templates::check(&config.mcp.resource_templates, |id| {
+                registry.get(id).map(|c| &c.capability)
+            })
+            .map_err(ServeError::Config)?;
+        Some((tools, templates))
     } else {
         None
     };
@@ -238,11 +243,12 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         public = public.merge(crate::profile::a2a::public_routes(Arc::clone(&a2a)));
         routes = routes.merge(crate::profile::a2a::routes(a2a));
     }
-    if let Some(tools) = mcp_tools {
+    if let Some((tools, templates)) = mcp_tools {
         let mcp = crate::profile::mcp::McpState::new(
             tools,
             limits.max_action_timeout_ms,
             config.mcp.prompts.clone(),
+            templates,
         );
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
     }

@@ -58,6 +58,20 @@ pub struct ActionRequest {
 }
 
 impl ActionRequest {
+    /// `action` on its own, in no session, under a fresh message id: how a compatibility profile
+    /// submits what its protocol asked for.
+    pub fn plain(action: Action) -> Self {
+        Self {
+            action,
+            message_id: aip_core::MessageId::generate().as_str().to_owned(),
+            session_id: None,
+            correlation_id: None,
+            trace: None,
+            idempotency_key: None,
+            delegation: None,
+        }
+    }
+
     /// The request carried by `envelope`, whose body is `action`.
     pub fn from_envelope(envelope: &Envelope, action: &Action) -> Self {
         Self {

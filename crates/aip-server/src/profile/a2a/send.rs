@@ -201,23 +201,15 @@ async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<Stri
         .contract
         .as_ref()
         .is_some_and(|c| c.idempotency.requirement != IdempotencyRequirement::Unsupported);
-    let request = ActionRequest {
-        action: Action {
-            mode: Some(mode),
-            idempotency_key: keyed.then(|| parsed.message_id.clone()),
-            ..Action::plain(
-                ActionId::new(id.clone()),
-                parsed.capability.id.clone(),
-                parsed.input,
-            )
-        },
-        message_id: aip_core::MessageId::generate().as_str().to_owned(),
-        session_id: None,
-        correlation_id: None,
-        trace: None,
-        idempotency_key: None,
-        delegation: None,
-    };
+    let request = ActionRequest::plain(Action {
+        mode: Some(mode),
+        idempotency_key: keyed.then(|| parsed.message_id.clone()),
+        ..Action::plain(
+            ActionId::new(id.clone()),
+            parsed.capability.id.clone(),
+            parsed.input,
+        )
+    });
     // Every acknowledgement (a result, queued, awaiting approval, a re-delivery) is read back
     // from the store as the task.
     match call.app.runtime.submit_action(call.caller, request).await {

@@ -6,9 +6,9 @@
 //! The `aip_*` facade tools carry native semantics MCP has no object for; at 2025-11-25 queued
 //! capabilities run as MCP tasks. Resources are the native resources under their read policy;
 //! prompts are configured templates. `GET /mcp` opens a session's standalone stream, which carries
-//! resource update notifications of its subscriptions. What is not implemented (resource
-//! templates, sampling, elicitation) is not advertised and its methods are "method not found";
-//! completions cover configured prompt arguments.
+//! resource update notifications of its subscriptions; resource templates are served by read-only
+//! capabilities. What is not implemented (sampling, elicitation) is not advertised and its methods
+//! are "method not found"; completions cover configured prompt arguments.
 
 mod facade;
 mod legacy;
@@ -17,6 +17,7 @@ pub mod resources;
 pub mod rpc;
 mod standalone;
 mod tasks;
+pub mod templates;
 mod tools;
 mod transport;
 pub mod upstream;
@@ -91,6 +92,9 @@ pub struct McpConfig {
     /// Prompt templates offered by `prompts/list` and `prompts/get`.
     #[serde(default)]
     pub prompts: Vec<resources::PromptConfig>,
+    /// Resource templates whose content a read-only capability produces per read.
+    #[serde(default)]
+    pub resource_templates: Vec<templates::TemplateConfig>,
     /// Development only: a configured principal that MCP requests without any `Authorization`
     /// header act as (for clients that cannot send one, such as the MCP conformance suite).
     /// Refused at startup unless `aip serve` listens on a loopback address.
@@ -104,6 +108,7 @@ impl Default for McpConfig {
             enabled: true,
             oauth: None,
             prompts: Vec::new(),
+            resource_templates: Vec::new(),
             dev_principal: None,
         }
     }
@@ -123,6 +128,8 @@ pub struct McpState {
     pub(crate) max_call_wait_ms: u64,
     /// Configured prompt templates.
     pub(crate) prompts: Vec<resources::PromptConfig>,
+    /// Resource templates, checked against the capabilities.
+    pub(crate) templates: Vec<templates::Template>,
     /// Open standalone `GET /mcp` streams on this node, per session.
     pub(crate) standalone: standalone::Standalone,
     /// Resource subscriptions on this node, per session.
@@ -136,6 +143,7 @@ impl McpState {
         tools: ToolIndex,
         max_call_wait_ms: u64,
         prompts: Vec<resources::PromptConfig>,
+        templates: Vec<templates::Template>,
     ) -> Self {
         Self {
             tools,
@@ -143,6 +151,7 @@ impl McpState {
             legacy: legacy::Streams::default(),
             max_call_wait_ms,
             prompts,
+            templates,
             standalone: standalone::Standalone::default(),
             subscriptions: standalone::Subscriptions::default(),
         }

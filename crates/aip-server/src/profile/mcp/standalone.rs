@@ -215,9 +215,14 @@ pub fn open(endpoint: &Endpoint<'_>, mcp: &Arc<McpState>, session: Session) -> R
             // Ends with the session (deleted, expired, or closed on another node).
             match runtime.owned_session(&caller, &session.id).await {
                 Ok(record) if !ended(record.state) => {}
-                _ => {
+                Ok(_) | Err(aip_runtime::RuntimeError::NotFound(_)) => {
                     mcp.subscriptions.forget(&session.id);
                     return;
+                }
+                // A storage hiccup is not the session's end: check again at the next tick.
+                Err(err) => {
+                    tracing::warn!(error = %err, "MCP standalone stream: session check failed");
+                    continue;
                 }
             }
             for message in updates(&runtime, &mcp, &caller, &session.id).await {

@@ -467,8 +467,30 @@ impl Endpoint<'_> {
                     "resources/list" => {
                         super::resources::list(runtime, self.caller, session.version, params).await
                     }
-                    "resources/read" => super::resources::read(runtime, self.caller, params).await,
-                    "resources/templates/list" => Ok(json!({ "resourceTemplates": [] })),
+                    "resources/read" => {
+                        match super::resources::read(runtime, self.caller, params).await {
+                            Err((code, _))
+                                if code == super::resources::RESOURCE_NOT_FOUND
+                                    && !self.mcp.templates.is_empty() =>
+                            {
+                                let uri = params.get("uri").and_then(Value::as_str);
+                                let uri = uri.unwrap_or_default();
+                                super::templates::read(
+                                    runtime,
+                                    &self.mcp.templates,
+                                    self.caller,
+                                    uri,
+                                )
+                                .await
+                            }
+                            other => other,
+                        }
+                    }
+                    "resources/templates/list" => Ok(super::templates::list(
+                        &self.mcp.templates,
+                        self.caller,
+                        session.version,
+                    )),
                     "prompts/list" => Ok(super::resources::prompts_list(
                         &self.mcp.prompts,
                         session.version,

@@ -384,23 +384,15 @@ async fn admit(
     let (capability, keyed, input) = route(subscription, event)?;
     let action_id = action_id(&subscription.id, delivery_id);
     let key = format!("{}:{delivery_id}", subscription.id);
-    let request = ActionRequest {
-        action: Action {
-            mode: Some(ActionMode::Async),
-            idempotency_key: keyed.then(|| key.clone()),
-            ..Action::plain(
-                ActionId::new(action_id.clone()),
-                aip_core::CapabilityId::new(capability),
-                input,
-            )
-        },
-        message_id: aip_core::MessageId::generate().as_str().to_owned(),
-        session_id: None,
-        correlation_id: None,
-        trace: None,
-        idempotency_key: None,
-        delegation: None,
-    };
+    let request = ActionRequest::plain(Action {
+        mode: Some(ActionMode::Async),
+        idempotency_key: keyed.then(|| key.clone()),
+        ..Action::plain(
+            ActionId::new(action_id.clone()),
+            aip_core::CapabilityId::new(capability),
+            input,
+        )
+    });
     let submitted = runtime
         .submit_action(&subscription.caller, request)
         .await
