@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 use support::{Server, envelope, token_file};
 
@@ -108,17 +106,80 @@ fn a_file_resource_outside_its_root_stops_startup_naming_it() {
         ),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_aip"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = support::serve_refused(&dir.path().join("data"), &config);
     assert!(
         err.contains("res:escape") && err.contains("outside the resource root"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_produced_resource_runs_its_read_only_capability_as_the_reader_and_a_writer_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (caller, outsider) = (
+        "caller-token-0123456789abcdef",
+        "outsider-token-0123456789abcd",
+    );
+    let caller_file = token_file(dir.path(), "caller.token", caller);
+    let outsider_file = token_file(dir.path(), "outsider.token", outsider);
+    let config = dir.path().join("aip.toml");
+    let text = |produced_by: &str| {
+        format!(
+            r#"
+[[principals]]
+id = "caller"
+tenant = "default"
+scopes = ["docs:read", "invoke:cap:demo:echo"]
+token_file = "{caller}"
+
+[[principals]]
+id = "outsider"
+tenant = "default"
+scopes = ["docs:read"]
+token_file = "{outsider}"
+
+[[resources]]
+id = "res:live"
+name = "Live status"
+mime_type = "application/json"
+tenant_id = "default"
+access = {{ required_scopes = ["docs:read"] }}
+produced_by = "{produced_by}"
+"#,
+            caller = caller_file.display(),
+            outsider = outsider_file.display()
+        )
+    };
+    std::fs::write(&config, text("cap:demo:echo")).unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let (status, read) = server
+        .client(caller)
+        .get("/aip/v1/resources/res:live")
+        .await;
+    assert_eq!(status, 200, "{read}");
+    let content: Value =
+        serde_json::from_str(read["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(content, json!({ "resource_id": "res:live" }));
+    // The read was the caller's native action of the producing capability.
+    let (_, actions) = server
+        .client(caller)
+        .get("/aip/v1/actions?capability_id=cap:demo:echo")
+        .await;
+    assert_eq!(actions["actions"].as_array().unwrap().len(), 1, "{actions}");
+    // Who may not invoke the producer sees no such resource.
+    let (status, _) = server
+        .client(outsider)
+        .get("/aip/v1/resources/res:live")
+        .await;
+    assert_eq!(status, 404);
+    let (_, listed) = server.client(outsider).get("/aip/v1/resources").await;
+    assert_eq!(listed["resources"], json!([]));
+    drop(server);
+    // A capability that writes cannot produce a resource: startup stops, naming it.
+    std::fs::write(&config, text("cap:demo:book")).unwrap();
+    let err = support::serve_refused(&dir.path().join("data2"), &config);
+    assert!(
+        err.contains("res:live") && err.contains("read side effects"),
         "{err}"
     );
 }

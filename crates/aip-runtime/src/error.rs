@@ -11,6 +11,9 @@ pub enum RuntimeError {
     /// The envelope or body failed decoding, schema or semantic validation (spec 6.4).
     #[error("{0}")]
     Decode(#[from] DecodeError),
+    /// The capability producing a resource's content failed or did not finish (spec 9.7).
+    #[error("{0}")]
+    ResourceProduction(String),
     /// The message type is valid but this runtime does not serve it (spec 7).
     #[error("message type {0} is not supported by this runtime")]
     UnsupportedMessage(String),
@@ -346,6 +349,7 @@ impl RuntimeError {
             RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Internal(_) => ErrorCode::Internal,
+            RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
             RuntimeError::PrincipalMismatch(_) => ErrorCode::PrincipalMismatch,
             RuntimeError::EscalationConflict => ErrorCode::EscalationConflict,

@@ -1,8 +1,9 @@
 //! Resources (spec 9.7, 9.8): readable resources declared by the operator, with a read policy that
 //! decides who may even learn that a resource exists. A principal that may not list a resource finds
 //! it in no list, no count and no manifest, and reading it answers "not found" exactly like a
-//! missing id. Expired resources are gone. Content is inline parts or a file under a configured
-//! root, read at request time within a size bound (binary as base64).
+//! missing id. Expired resources are gone. Content is inline parts, a file under a configured
+//! root (read at request time within a size bound, binary as base64), or the output of a sync,
+//! read-only capability run as the reader's own action at each read.
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +31,9 @@ pub enum ResourceContent {
     Inline(Vec<MessagePart>),
     /// A file, by its canonical path under the operator's resource root.
     File(PathBuf),
+    /// Produced at each read by a sync, read-only capability, run as a native action of the
+    /// reader with `{"resource_id": ...}` as input; its output is the content.
+    Produced(aip_core::CapabilityId),
 }
 
 /// One declared resource: its metadata (what a permitted reader sees) and its content.
@@ -89,6 +93,18 @@ impl ResourceEntry {
             content: ResourceContent::File(path),
         })
     }
+}
+
+/// Whether `capability` may produce resource content: it runs sync and only reads (a read must
+/// not change anything).
+pub fn may_produce(capability: &aip_core::Capability) -> bool {
+    let contract = capability.contract.as_ref();
+    contract.is_some_and(|c| {
+        c.side_effects
+            .iter()
+            .all(|s| *s == aip_core::SideEffect::Read)
+            && c.execution.supports_sync
+    })
 }
 
 /// Checks a declared set: unique ids, bounded count, well-formed metadata, owning capabilities that
@@ -247,7 +263,7 @@ impl Runtime {
     /// `resource_read_request`: the resource with its content; `NotFound` for anything the caller
     /// may not list, exactly as for a missing id.
     pub async fn read_resource(
-        &self,
+        self: &std::sync::Arc<Self>,
         caller: &Caller,
         request: &ResourceReadRequest,
     ) -> Result<ResourceReadResult, RuntimeError> {
@@ -274,6 +290,9 @@ impl Runtime {
         let content = match &entry.content {
             ResourceContent::Inline(parts) => parts.clone(),
             ResourceContent::File(path) => vec![file_part(path, &mime).await?],
+            ResourceContent::Produced(capability) => {
+                vec![self.produce(caller, capability, &entry.resource.id).await?]
+            }
         };
         let etag = aip_core::canonical::canonical_hash(
             &serde_json::to_value(&content)
@@ -285,6 +304,50 @@ impl Runtime {
             etag: Some(etag),
             expires_at: entry.resource.expires_at.clone(),
         })
+    }
+}
+
+impl Runtime {
+    /// Runs a produced resource's capability for `caller` (a sync native action, admitted like any
+    /// other); its output as one text part: a string as is, anything else as JSON.
+    async fn produce(
+        self: &std::sync::Arc<Self>,
+        caller: &Caller,
+        capability: &aip_core::CapabilityId,
+        resource_id: &str,
+    ) -> Result<MessagePart, RuntimeError> {
+        let action = aip_core::Action {
+            mode: Some(aip_core::ActionMode::Sync),
+            ..aip_core::Action::plain(
+                aip_core::ActionId::generate(),
+                capability.clone(),
+                serde_json::json!({ "resource_id": resource_id }),
+            )
+        };
+        let request = crate::admission::ActionRequest::plain(action);
+        let result = match self.submit_action(caller, request).await? {
+            crate::action::Submitted::Result { result, .. } => result,
+            _ => {
+                return Err(RuntimeError::ResourceProduction(format!(
+                    "the capability producing {resource_id} did not finish at once"
+                )));
+            }
+        };
+        if result.status != aip_core::ActionResultStatus::Completed {
+            let why = result.error.as_ref().map_or_else(
+                || result.status.as_str().to_owned(),
+                |e| format!("{}: {}", e.code, e.message),
+            );
+            return Err(RuntimeError::ResourceProduction(format!(
+                "producing {resource_id} failed ({why})"
+            )));
+        }
+        let text = match result.output {
+            Some(serde_json::Value::String(text)) => text,
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        Ok(MessagePart::Text { text, format: None })
     }
 }
 

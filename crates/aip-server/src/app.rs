@@ -146,7 +146,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     } else {
         None
     };
-    let resources = configured_resources(config)?;
+    let resources = configured_resources(config, |id| registry.get(id).map(|c| &c.capability))?;
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let mut trusted_signers = HashMap::new();
@@ -382,26 +382,51 @@ fn redact_location(location: &str) -> String {
 }
 
 /// The configured resources with their content: inline text, or a file under `resource_root`.
-fn configured_resources(
+fn configured_resources<'a>(
     config: &Config,
+    capability: impl Fn(&str) -> Option<&'a aip_core::Capability>,
 ) -> Result<Vec<aip_runtime::resource::ResourceEntry>, ServeError> {
     use aip_runtime::resource::{ResourceContent, ResourceEntry};
     config
         .resources
         .iter()
         .map(|r| {
-            let resource: aip_core::Resource =
+            let mut resource: aip_core::Resource =
                 serde_json::from_value(serde_json::Value::Object(r.resource.clone()))
                     .map_err(|e| ServeError::Config(format!("resource entry: {e}")))?;
-            match (&r.text, &r.file) {
-                (Some(text), None) => Ok(ResourceEntry {
+            match (&r.text, &r.file, &r.produced_by) {
+                (None, None, Some(producer)) => {
+                    let refused = |why: &str| {
+                        ServeError::Config(format!(
+                            "resource {}: produced_by {producer} {why}",
+                            resource.id
+                        ))
+                    };
+                    let found = capability(producer)
+                        .ok_or_else(|| refused("is not an admitted capability"))?;
+                    if !aip_runtime::resource::may_produce(found) {
+                        return Err(refused("must run sync and have only read side effects"));
+                    }
+                    // Who may not invoke the producer cannot see the resource (spec 9.7).
+                    match &resource.capability_id {
+                        Some(owner) if owner.as_str() != producer => {
+                            return Err(refused("differs from the resource's capability_id"));
+                        }
+                        _ => resource.capability_id = Some(found.id.clone()),
+                    }
+                    Ok(ResourceEntry {
+                        resource,
+                        content: ResourceContent::Produced(found.id.clone()),
+                    })
+                }
+                (Some(text), None, None) => Ok(ResourceEntry {
                     resource,
                     content: ResourceContent::Inline(vec![aip_core::MessagePart::Text {
                         text: text.clone(),
                         format: None,
                     }]),
                 }),
-                (None, Some(file)) => {
+                (None, Some(file), None) => {
                     let root = config.resource_root.as_deref().ok_or_else(|| {
                         ServeError::Config(format!(
                             "resource {}: a file resource needs resource_root",
@@ -412,7 +437,7 @@ fn configured_resources(
                         .map_err(|e| ServeError::Config(e.to_string()))
                 }
                 _ => Err(ServeError::Config(format!(
-                    "resource {}: give exactly one of `text` and `file`",
+                    "resource {}: give exactly one of `text`, `file` and `produced_by`",
                     resource.id
                 ))),
             }

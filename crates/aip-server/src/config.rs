@@ -132,6 +132,9 @@ pub struct ResourceConfig {
     /// A file under `resource_root`, by relative path.
     #[serde(default)]
     pub file: Option<PathBuf>,
+    /// A sync, read-only capability that produces the content at each read (run as the reader).
+    #[serde(default)]
+    pub produced_by: Option<String>,
     /// The manifest `Resource` object.
     #[serde(flatten)]
     pub resource: serde_json::Map<String, Value>,

@@ -264,6 +264,23 @@ pub fn interop_python(package: &str, version: &str) -> Result<PathBuf, String> {
     }
 }
 
+/// Starts `aip serve` with `config` and expects it to refuse to start; its stderr.
+pub fn serve_refused(data_dir: &Path, config: &Path) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .arg("--config")
+        .arg(config)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "aip serve started with {}",
+        config.display()
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// Runs the interop script `script` (relative to the repository root) with `python` and `args`,
 /// `input` as JSON on its stdin; its stdout parsed as JSON. A failing script fails the test.
 pub fn run_script(python: &Path, script: &str, args: &[&str], input: &Value) -> Value {

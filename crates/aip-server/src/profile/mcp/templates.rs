@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use aip_core::{Action, ActionId, ActionMode, ActionResultStatus, Capability, SideEffect};
+use aip_core::{Action, ActionId, ActionMode, ActionResultStatus, Capability};
 use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -143,11 +143,7 @@ pub fn check<'a>(
                 config.uri_template, config.capability
             ));
         };
-        let contract = found.contract.as_ref();
-        let reads_only =
-            contract.is_some_and(|c| c.side_effects.iter().all(|s| *s == SideEffect::Read));
-        let sync = contract.is_none_or(|c| c.execution.supports_sync);
-        if !reads_only || !sync {
+        if !aip_runtime::resource::may_produce(found) {
             return Err(format!(
                 "mcp.resource_templates: {}: capability {} must run sync and have only read side effects",
                 config.uri_template, config.capability
