@@ -435,3 +435,49 @@ async fn follow(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(value: Value) -> Map<String, Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn integral_doubles_become_integers_and_other_numbers_stay() {
+        assert_eq!(
+            integral(
+                json!({"n": 3.0, "list": [1.0, 2.5, {"deep": -7.0}], "big": 1e300, "s": "3.0"})
+            ),
+            json!({"n": 3, "list": [1, 2.5, {"deep": -7}], "big": 1e300, "s": "3.0"})
+        );
+    }
+
+    #[test]
+    fn parts_become_one_input_or_are_refused() {
+        let ok = |parts: Value| content(&message(json!({ "parts": parts })));
+        assert_eq!(
+            ok(json!([{"text": "a"}, {"text": "b"}])).unwrap(),
+            (None, json!({"text": "a\nb"}))
+        );
+        assert_eq!(
+            ok(json!([{"data": {"x": 1.0}}])).unwrap(),
+            (None, json!({"x": 1}))
+        );
+        assert_eq!(
+            ok(json!([{"data": {"capability_id": "cap:demo:echo", "input": {"y": 2.0}}}])).unwrap(),
+            (Some("cap:demo:echo".to_owned()), json!({"y": 2}))
+        );
+        for refused in [
+            json!([]),
+            json!([{"url": "http://x"}]),
+            json!([{"raw": "AAAA"}]),
+            json!([{"data": [1, 2]}]),
+            json!([{"data": {"a": 1}}, {"text": "mixed"}]),
+            json!([{"data": {"a": 1}}, {"data": {"b": 2}}]),
+        ] {
+            assert!(ok(refused.clone()).is_err(), "{refused}");
+        }
+    }
+}
