@@ -291,7 +291,10 @@ impl Runtime {
             ResourceContent::Inline(parts) => parts.clone(),
             ResourceContent::File(path) => vec![file_part(path, &mime).await?],
             ResourceContent::Produced(capability) => {
-                vec![self.produce(caller, capability, &entry.resource.id).await?]
+                let id = &entry.resource.id;
+                let input = serde_json::json!({ "resource_id": id });
+                let text = self.produce_content(caller, capability, input, id).await?;
+                vec![MessagePart::Text { text, format: None }]
             }
         };
         let etag = aip_core::canonical::canonical_hash(
@@ -308,28 +311,28 @@ impl Runtime {
 }
 
 impl Runtime {
-    /// Runs a produced resource's capability for `caller` (a sync native action, admitted like any
-    /// other); its output as one text part: a string as is, anything else as JSON.
-    async fn produce(
+    /// Resource content produced by `capability` for `caller`: a sync native action with `input`,
+    /// admitted like any other (scopes, receipts, read model); its output as text (a string as
+    /// is, anything else as JSON). A run that does not finish at once or does not complete is
+    /// [`RuntimeError::ResourceProduction`], naming `what` was being produced. Shared by declared
+    /// produced resources and the MCP profile's resource templates.
+    pub async fn produce_content(
         self: &std::sync::Arc<Self>,
         caller: &Caller,
         capability: &aip_core::CapabilityId,
-        resource_id: &str,
-    ) -> Result<MessagePart, RuntimeError> {
+        input: serde_json::Value,
+        what: &str,
+    ) -> Result<String, RuntimeError> {
         let action = aip_core::Action {
             mode: Some(aip_core::ActionMode::Sync),
-            ..aip_core::Action::plain(
-                aip_core::ActionId::generate(),
-                capability.clone(),
-                serde_json::json!({ "resource_id": resource_id }),
-            )
+            ..aip_core::Action::plain(aip_core::ActionId::generate(), capability.clone(), input)
         };
         let request = crate::admission::ActionRequest::plain(action);
         let result = match self.submit_action(caller, request).await? {
             crate::action::Submitted::Result { result, .. } => result,
             _ => {
                 return Err(RuntimeError::ResourceProduction(format!(
-                    "the capability producing {resource_id} did not finish at once"
+                    "the capability producing {what} did not finish at once"
                 )));
             }
         };
@@ -339,15 +342,14 @@ impl Runtime {
                 |e| format!("{}: {}", e.code, e.message),
             );
             return Err(RuntimeError::ResourceProduction(format!(
-                "producing {resource_id} failed ({why})"
+                "producing {what} failed ({why})"
             )));
         }
-        let text = match result.output {
+        Ok(match result.output {
             Some(serde_json::Value::String(text)) => text,
             Some(other) => other.to_string(),
             None => String::new(),
-        };
-        Ok(MessagePart::Text { text, format: None })
+        })
     }
 }
 

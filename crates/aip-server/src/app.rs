@@ -115,16 +115,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let webhooks = crate::profile::webhook::Webhooks::build(
         &config.webhooks,
         config.limits.max_body_bytes,
-        |id| {
-            registry.get(id).map(|c| crate::profile::webhook::Target {
-                supports_async: c
-                    .capability
-                    .contract
-                    .as_ref()
-                    .is_some_and(|c| c.execution.supports_async),
-                takes_keys: c.idempotency().is_some(),
-            })
-        },
+        |id| registry.get(id).map(|c| &c.capability),
         |id| auth.principal(id).is_some(),
     )
     .map_err(|e| ServeError::Config(e.to_string()))?;

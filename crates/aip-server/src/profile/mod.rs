@@ -23,3 +23,20 @@ pub(crate) fn derived_id(prefix: &str, domain: &[u8], parts: &[&str]) -> String 
         .collect();
     format!("{prefix}{hex}")
 }
+
+/// Whether `capability` can be queued (its contract says `supports_async`).
+pub(crate) fn supports_async(capability: &aip_core::Capability) -> bool {
+    capability
+        .contract
+        .as_ref()
+        .is_some_and(|c| c.execution.supports_async)
+}
+
+/// Whether `capability` takes idempotency keys (its contract does not say `unsupported`): a
+/// profile sends its own delivery or message id as the key only then.
+pub(crate) fn takes_keys(capability: &aip_core::Capability) -> bool {
+    capability
+        .contract
+        .as_ref()
+        .is_some_and(|c| c.idempotency.requirement != aip_core::IdempotencyRequirement::Unsupported)
+}

@@ -4,9 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use aip_core::{
-    Action, ActionId, ActionLifecycleState, ActionMode, Capability, IdempotencyRequirement,
-};
+use aip_core::{Action, ActionId, ActionLifecycleState, ActionMode, Capability};
 use aip_runtime::ActionRequest;
 use axum::response::IntoResponse;
 use serde_json::{Map, Value, json};
@@ -196,11 +194,7 @@ fn action_id(call: &Call<'_>, message_id: &str) -> String {
 /// Admits the message's action in `mode`; its id.
 async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<String, A2aError> {
     let id = action_id(call, &parsed.message_id);
-    let keyed = parsed
-        .capability
-        .contract
-        .as_ref()
-        .is_some_and(|c| c.idempotency.requirement != IdempotencyRequirement::Unsupported);
+    let keyed = crate::profile::takes_keys(&parsed.capability);
     let request = ActionRequest::plain(Action {
         mode: Some(mode),
         idempotency_key: keyed.then(|| parsed.message_id.clone()),

@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use aip_core::{Action, ActionId, ActionMode, ActionResultStatus, Capability};
-use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
+use aip_core::Capability;
+use aip_runtime::{Caller, Runtime, RuntimeError};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -201,40 +201,17 @@ pub async fn read(
     else {
         return not_found();
     };
-    let action = Action {
-        mode: Some(ActionMode::Sync),
-        ..Action::plain(
-            ActionId::generate(),
-            aip_core::CapabilityId::new(template.config.capability.clone()),
-            Value::Object(input),
-        )
-    };
-    let request = ActionRequest::plain(action);
-    let result = match runtime.submit_action(caller, request).await {
-        Ok(Submitted::Result { result, .. }) => result,
-        Ok(_) => {
-            return Err((
-                INTERNAL_ERROR,
-                format!("the capability producing {uri} did not finish"),
-            ));
-        }
+    let capability = aip_core::CapabilityId::new(template.config.capability.clone());
+    let text = match runtime
+        .produce_content(caller, &capability, Value::Object(input), uri)
+        .await
+    {
+        Ok(text) => text,
         Err(RuntimeError::NotFound(_)) => return not_found(),
         Err(err) => {
             let error = err.to_protocol_error();
             return Err((INTERNAL_ERROR, format!("{}: {}", error.code, error.message)));
         }
-    };
-    if result.status != ActionResultStatus::Completed {
-        let why = result.error.as_ref().map_or_else(
-            || result.status.as_str().to_owned(),
-            |e| format!("{}: {}", e.code, e.message),
-        );
-        return Err((INTERNAL_ERROR, format!("reading {uri} failed: {why}")));
-    }
-    let text = match result.output {
-        Some(Value::String(text)) => text,
-        Some(other) => other.to_string(),
-        None => String::new(),
     };
     Ok(json!({ "contents": [{ "uri": uri, "mimeType": mime(template), "text": text }] }))
 }

@@ -423,10 +423,7 @@ fn supports_streaming(capability: &Capability) -> bool {
 
 /// Whether a capability may run as an MCP task (it can be queued).
 pub fn supports_tasks(capability: &Capability) -> bool {
-    capability
-        .contract
-        .as_ref()
-        .is_some_and(|c| c.execution.supports_async)
+    crate::profile::supports_async(capability)
 }
 
 /// Admits a task-augmented call as a queued action and answers its `CreateTaskResult`; a refusal

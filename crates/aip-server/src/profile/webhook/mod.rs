@@ -120,15 +120,6 @@ fn default_tenant() -> String {
 #[error("webhooks: {0}")]
 pub struct ConfigError(String);
 
-/// What the ingress needs to know of a capability, looked up at start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Target {
-    /// The capability can be queued (webhooks admit async work only).
-    pub supports_async: bool,
-    /// The capability takes idempotency keys (the delivery id becomes one).
-    pub takes_keys: bool,
-}
-
 /// A subscription ready to serve.
 #[derive(Debug)]
 struct Subscription {
@@ -149,17 +140,17 @@ struct Subscription {
 pub struct Webhooks(HashMap<String, Subscription>);
 
 impl Webhooks {
-    /// Checks the configured subscriptions against the admitted capabilities (`target` answers
-    /// what a capability id is, `None` when unknown) and the principals already configured.
-    pub fn build(
+    /// Checks the configured subscriptions against the admitted capabilities (`capability`
+    /// finds one by id) and the principals already configured.
+    pub fn build<'a>(
         configs: &[SubscriptionConfig],
         max_body_bytes: usize,
-        target: impl Fn(&str) -> Option<Target>,
+        capability: impl Fn(&str) -> Option<&'a aip_core::Capability>,
         principal_taken: impl Fn(&str) -> bool,
     ) -> Result<Self, ConfigError> {
         let mut subscriptions = HashMap::new();
         for config in configs {
-            let subscription = subscription(config, max_body_bytes, &target, &principal_taken)?;
+            let subscription = subscription(config, max_body_bytes, &capability, &principal_taken)?;
             if subscriptions
                 .insert(config.id.clone(), subscription)
                 .is_some()
@@ -179,10 +170,10 @@ impl Webhooks {
     }
 }
 
-fn subscription(
+fn subscription<'a>(
     config: &SubscriptionConfig,
     max_body_bytes: usize,
-    target: &impl Fn(&str) -> Option<Target>,
+    target: &impl Fn(&str) -> Option<&'a aip_core::Capability>,
     principal_taken: &impl Fn(&str) -> bool,
 ) -> Result<Subscription, ConfigError> {
     let id = &config.id;
@@ -237,12 +228,15 @@ fn subscription(
                 "event {event_type}: unknown capability {capability}"
             ));
         };
-        if !found.supports_async {
+        if !super::supports_async(found) {
             return err(format!(
                 "event {event_type}: capability {capability} cannot be queued (webhook events are admitted as async actions)"
             ));
         }
-        events.insert(event_type.clone(), (capability.clone(), found.takes_keys));
+        events.insert(
+            event_type.clone(),
+            (capability.clone(), super::takes_keys(found)),
+        );
         scopes.push(format!(
             "{}{capability}",
             aip_runtime::caller::SCOPE_INVOKE_PREFIX
@@ -495,19 +489,27 @@ mod tests {
             .webhooks
     }
 
+    fn capability(id: &str, queued: bool) -> aip_core::Capability {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "name": id, "kind": "tool", "input_schema": { "type": "object" },
+            "contract": {
+                "side_effects": ["read"],
+                "idempotency": { "requirement": "optional", "collision_behavior": "return_original_result", "key_scope": "principal" },
+                "execution": { "supports_sync": true, "supports_async": queued, "supports_streaming": false, "supports_cancel": false,
+                               "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
+                "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false }
+            }
+        }))
+        .unwrap()
+    }
+
     fn build(toml: &str) -> Result<Webhooks, ConfigError> {
-        let target = |id: &str| match id {
-            "cap:queued" => Some(Target {
-                supports_async: true,
-                takes_keys: true,
-            }),
-            "cap:sync_only" => Some(Target {
-                supports_async: false,
-                takes_keys: false,
-            }),
-            _ => None,
-        };
-        Webhooks::build(&config(toml), 1024, target, |p| p == "svc:taken")
+        let known = [
+            capability("cap:queued", true),
+            capability("cap:sync_only", false),
+        ];
+        let find = |id: &str| known.iter().find(|c| c.id.as_str() == id);
+        Webhooks::build(&config(toml), 1024, find, |p| p == "svc:taken")
     }
 
     #[test]
