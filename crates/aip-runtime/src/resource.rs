@@ -311,6 +311,14 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Whether `resource_id` is declared with produced content (each read runs its capability, so
+    /// watching it for changes would run it again and again).
+    pub fn resource_is_produced(&self, resource_id: &str) -> bool {
+        self.config().resources.iter().any(|e| {
+            e.resource.id == resource_id && matches!(e.content, ResourceContent::Produced(_))
+        })
+    }
+
     /// Resource content produced by `capability` for `caller`: a sync native action with `input`,
     /// admitted like any other (scopes, receipts, read model); its output as text (a string as
     /// is, anything else as JSON). A run that does not finish at once or does not complete is

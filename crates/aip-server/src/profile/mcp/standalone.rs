@@ -14,7 +14,6 @@ use aip_runtime::Caller;
 use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use super::McpState;
 use super::rpc::{self, INVALID_PARAMS};
@@ -91,10 +90,24 @@ impl Subscriptions {
     }
 }
 
-/// The digest of a `resources/read` result's contents.
-fn digest(read: &Value) -> String {
-    let hash = Sha256::digest(read["contents"].to_string().as_bytes());
-    hash.iter().map(|b| format!("{b:02x}")).collect()
+/// The runtime's etag of a resource's current content as `caller` reads it; `Ok(None)` when the
+/// resource is gone (or no longer readable), `Err` for a failed read (not a change).
+async fn etag(
+    runtime: &Arc<aip_runtime::Runtime>,
+    caller: &Caller,
+    uri: &str,
+) -> Result<Option<String>, aip_runtime::RuntimeError> {
+    let request = aip_core::ResourceReadRequest {
+        resource_id: uri.to_owned(),
+        tenant_id: None,
+        version: None,
+        accept: Vec::new(),
+    };
+    match runtime.read_resource(caller, &request).await {
+        Ok(read) => Ok(Some(read.etag.unwrap_or_default())),
+        Err(aip_runtime::RuntimeError::NotFound(_)) => Ok(None),
+        Err(err) => Err(err),
+    }
 }
 
 /// `resources/subscribe`: only a resource the caller may read (else -32002, like a read).
@@ -104,12 +117,26 @@ pub async fn subscribe(
     params: &Map<String, Value>,
 ) -> CallOutcome {
     let runtime = &endpoint.app.runtime;
-    let read = super::resources::read(runtime, endpoint.caller, params).await?;
-    let uri = params
-        .get("uri")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
+    let Some(uri) = params.get("uri").and_then(Value::as_str) else {
+        return Err((INVALID_PARAMS, "uri is required".to_owned()));
+    };
+    if runtime.resource_is_produced(uri) {
+        return Err((
+            INVALID_PARAMS,
+            "a produced resource is made at each read: read it instead of subscribing".into(),
+        ));
+    }
+    let seen = match etag(runtime, endpoint.caller, uri).await {
+        Ok(Some(tag)) => tag,
+        Ok(None) => {
+            return Err((
+                super::resources::RESOURCE_NOT_FOUND,
+                format!("Resource not found: {uri}"),
+            ));
+        }
+        Err(err) => return Err((super::rpc::INTERNAL_ERROR, err.to_string())),
+    };
+    let uri = uri.to_owned();
     let mut all = endpoint.mcp.subscriptions.lock();
     if !all.contains_key(&session.id) && all.len() >= MAX_SUBSCRIBED_SESSIONS {
         return Err((
@@ -124,7 +151,7 @@ pub async fn subscribe(
             format!("a session subscribes to at most {MAX_SUBSCRIPTIONS} resources"),
         ));
     }
-    mine.insert(uri, digest(&read));
+    mine.insert(uri, seen);
     Ok(json!({}))
 }
 
@@ -159,13 +186,9 @@ async fn updates(
         .unwrap_or_default();
     let mut notes = Vec::new();
     for (uri, seen) in subscribed {
-        let mut params = Map::new();
-        params.insert("uri".into(), json!(uri));
-        let now = match super::resources::read(runtime, caller, &params).await {
-            Ok(read) => Some(digest(&read)),
-            Err((code, _)) if code == super::resources::RESOURCE_NOT_FOUND => None,
+        let Ok(now) = etag(runtime, caller, &uri).await else {
             // A failed read (storage, I/O) is not a change: try again next time.
-            Err(_) => continue,
+            continue;
         };
         if now.as_deref() == Some(seen.as_str()) {
             continue;
