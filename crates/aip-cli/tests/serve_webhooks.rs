@@ -10,6 +10,8 @@
 mod cluster;
 mod support;
 
+use support::webhook::{case, python, send, with};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -22,13 +24,6 @@ const ORDERS_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const ORDERS_ROTATED: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const BOOKINGS_SECRET: &str = "whsec_Ym9va2luZ3Mtc2VjcmV0LTAxMjM0NTY3ODlhYmNkZWY=";
 const BILLING_SECRET: &str = "whsec_ZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=";
-
-/// The interop venv's Python when it holds `standardwebhooks` 1.1.0.
-fn python() -> Option<PathBuf> {
-    support::interop_python("standardwebhooks", "1.1.0")
-        .map_err(|why| support::skip_or_fail(&format!("webhook interop test: {why}")))
-        .ok()
-}
 
 fn config(dir: &Path) -> PathBuf {
     let ops = token_file(dir, "ops.token", OPS);
@@ -72,41 +67,6 @@ events = {{ "invoice.paid" = "cap:demo:echo" }}
     )
     .unwrap();
     path
-}
-
-/// Sends `cases` with the library-based sender; one result per case, in order.
-fn send(python: &Path, cases: &[Value]) -> Vec<Value> {
-    let out = support::run_script(
-        python,
-        "tests/interop/webhook_send.py",
-        &[],
-        &Value::from(cases.to_vec()),
-    );
-    let results: Vec<Value> = serde_json::from_value(out).unwrap();
-    assert_eq!(results.len(), cases.len());
-    results
-}
-
-fn case(
-    server: &Server,
-    name: &str,
-    subscription: &str,
-    secret: &str,
-    id: &str,
-    body: &Value,
-) -> Value {
-    json!({
-        "name": name,
-        "url": format!("http://{}/aip/v1/webhooks/{subscription}", server.base),
-        "secret": secret,
-        "id": id,
-        "body": body.to_string(),
-    })
-}
-
-fn with(mut case: Value, key: &str, value: Value) -> Value {
-    case[key] = value;
-    case
 }
 
 /// The actions of the tenant (of one principal when `principal` is set), as the `ops` reader sees

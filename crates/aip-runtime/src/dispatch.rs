@@ -54,6 +54,8 @@ pub const SERVED: &[MessageType] = &[
     MessageType::CallbackDeliveryQueryRequest,
     MessageType::CallbackDeliveryListRequest,
     MessageType::DelegationRequest,
+    MessageType::ChannelMessage,
+    MessageType::Conversation,
 ];
 
 impl Runtime {
@@ -204,6 +206,26 @@ impl Runtime {
                 B::CallbackDeliveryList(self.read_callback_deliveries(caller, b).await?),
             ),
             B::DelegationRequest(b) => self.serve_delegation_request(caller, request, b).await?,
+            // Recording answers with the conversation as it now is.
+            B::ChannelMessage(b) => {
+                let recorded = self.record_channel_message(caller, b, None).await?;
+                Reply::done(
+                    request,
+                    B::Conversation(aip_core::ConversationUpdated {
+                        conversation: recorded.conversation,
+                        identity: None,
+                        changed_fields: vec!["messages".into()],
+                    }),
+                )
+            }
+            B::Conversation(b) => Reply::done(
+                request,
+                B::Conversation(aip_core::ConversationUpdated {
+                    conversation: self.update_conversation(caller, b, None).await?,
+                    identity: None,
+                    changed_fields: b.changed_fields.clone(),
+                }),
+            ),
             B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
             B::EscalationResolution(b) => {
                 self.serve_escalation_resolution(caller, request, b).await?

@@ -69,19 +69,31 @@ impl Runtime {
     ) {
         let appended = self
             .store()
-            .append_audit(NewAudit {
-                audit_id: aip_core::generate_with_prefix("aud_"),
-                tenant: caller.tenant.clone(),
-                actor: caller.id.clone(),
-                action_label: label.into(),
-                occurred_at_ms: now,
-                data,
-                action_id: action_id.map(str::to_owned),
-                session_id: session_id.map(str::to_owned),
-            })
+            .append_audit(new_audit(caller, label, now, data, (action_id, session_id)))
             .await;
         if let Err(err) = appended {
             tracing::warn!(label, error = %err, "audit record not written");
         }
+    }
+}
+
+/// An audit event of `caller`'s request, for a store write that appends it (alone or with the
+/// transition it records).
+pub(crate) fn new_audit(
+    caller: &Caller,
+    label: &str,
+    now: i64,
+    data: Value,
+    (action_id, session_id): (Option<&str>, Option<&str>),
+) -> NewAudit {
+    NewAudit {
+        audit_id: aip_core::generate_with_prefix("aud_"),
+        tenant: caller.tenant.clone(),
+        actor: caller.id.clone(),
+        action_label: label.into(),
+        occurred_at_ms: now,
+        data,
+        action_id: action_id.map(str::to_owned),
+        session_id: session_id.map(str::to_owned),
     }
 }

@@ -15,6 +15,7 @@ pub mod admission;
 pub mod approval;
 pub mod callback;
 pub mod caller;
+pub mod channel;
 pub mod clock;
 pub mod delegation;
 mod dispatch;

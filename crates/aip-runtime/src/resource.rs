@@ -132,6 +132,16 @@ pub fn check_resources(
         if !seen.insert(r.id.as_str()) {
             return Err(error("is declared twice"));
         }
+        // Conversations are served as resources under this prefix and kind.
+        if r.id.starts_with(aip_core::ConversationId::PREFIX)
+            || r.kind.as_deref() == Some(crate::channel::CONVERSATION_KIND)
+        {
+            return Err(error(&format!(
+                "ids starting with `{}` and the kind `{}` are the conversations'",
+                aip_core::ConversationId::PREFIX,
+                crate::channel::CONVERSATION_KIND
+            )));
+        }
         if let Some(v) = aip_core::Checker::check(r).first() {
             return Err(error(&format!("{}: {}", v.pointer, v.message)));
         }
@@ -220,6 +230,9 @@ impl Runtime {
         request: &ResourceListRequest,
     ) -> Result<ResourceList, RuntimeError> {
         self.check_tenant(caller, request.tenant_id.as_deref())?;
+        if request.kind.as_deref() == Some(crate::channel::CONVERSATION_KIND) {
+            return self.conversation_resources(caller, request).await;
+        }
         let limit = self.limit(request.limit)?.get();
         let capability = request.capability_id.as_ref().map(|c| c.as_str());
         let kind = request.kind.as_deref();
@@ -268,6 +281,21 @@ impl Runtime {
         request: &ResourceReadRequest,
     ) -> Result<ResourceReadResult, RuntimeError> {
         self.check_tenant(caller, request.tenant_id.as_deref())?;
+        if request
+            .resource_id
+            .starts_with(aip_core::ConversationId::PREFIX)
+        {
+            if request.version.is_some()
+                || !request.accept.is_empty() && !accepts(&request.accept, "application/json")
+            {
+                return Err(RuntimeError::InvalidQuery(
+                    "a conversation is read as application/json, without `version`",
+                ));
+            }
+            return self
+                .read_conversation_resource(caller, &request.resource_id)
+                .await;
+        }
         let entry = self
             .visible_resources(caller)
             .find(|e| e.resource.id == request.resource_id)

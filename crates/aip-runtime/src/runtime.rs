@@ -58,6 +58,8 @@ pub struct RuntimeConfig {
     pub delegation: crate::delegation::DelegationPolicy,
     /// Callback policy (spec 17).
     pub callbacks: crate::callback::CallbackPolicy,
+    /// Channel message policy (spec 15).
+    pub channels: crate::channel::ChannelPolicy,
     /// The node's signing key (its `did:key` is the manifest agent's `did`): signs callback
     /// deliveries. `None`: deliveries go unsigned.
     pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,

@@ -24,10 +24,6 @@ fn refused_contexts() -> Vec<(&'static str, Value)> {
             json!({ "approval_id": "apr_1", "decision": "approved", "approver": principal("svc:boss"), "decided_at": now }),
         ),
         ("compliance", json!({ "regimes": ["gdpr"] })),
-        (
-            "conversation",
-            json!({ "id": "conv_1", "channel": { "kind": "email" }, "status": "open" }),
-        ),
         ("memory_context", json!({ "notes": "remember me" })),
         (
             "identity",
@@ -76,6 +72,30 @@ async fn an_action_with_a_context_the_runtime_does_not_implement_is_refused_and_
         .await
         .unwrap();
     assert_eq!(booked, 0, "no refused action booked a table");
+}
+
+#[tokio::test]
+async fn a_conversation_context_must_name_a_conversation_the_caller_can_read() {
+    let h = Harness::start().await;
+    let alice = caller("svc:alice", "t1", &["invoke:*"]);
+    let action_id = id("act_");
+    let (status, reply) = h
+        .act(&alice, None, json!({ "id": action_id, "capability_id": "cap:demo:echo", "input": {},
+            "conversation": { "id": "conv_unknown", "channel": { "kind": "email" }, "status": "open" } }))
+        .await;
+    assert_eq!(status, 404, "{reply}");
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"],
+        "aip.core.not_found"
+    );
+    assert!(
+        h.runtime
+            .store()
+            .get_action("t1", &action_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]

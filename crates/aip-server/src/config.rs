@@ -102,6 +102,9 @@ pub struct Config {
     /// Callback policy (spec 17): which targets actions may name and how deliveries are made.
     #[serde(default)]
     pub callbacks: crate::callbacks::CallbacksConfig,
+    /// Conversation and channel message policy (spec 15).
+    #[serde(default)]
+    pub channels: crate::channels::ChannelsConfig,
     /// Delegation policy (spec 14): this node's trust domain and chain limits.
     #[serde(default)]
     pub delegation: crate::peers::DelegationConfig,
@@ -508,6 +511,7 @@ impl Config {
         }
         self.nats.check()?;
         self.callbacks.check()?;
+        self.channels.check()?;
         crate::peers::check(&self.delegation, &self.peers)?;
         for p in &self.principals {
             if p.id.is_empty() {
@@ -554,6 +558,7 @@ impl Default for Config {
             resources: Vec::new(),
             resource_root: None,
             callbacks: crate::callbacks::CallbacksConfig::default(),
+            channels: crate::channels::ChannelsConfig::default(),
             delegation: crate::peers::DelegationConfig::default(),
             peers: Vec::new(),
             mcp: crate::profile::mcp::McpConfig::default(),

@@ -6,6 +6,7 @@
 pub mod app;
 pub mod auth;
 pub mod callbacks;
+pub mod channels;
 pub mod config;
 pub mod console;
 pub mod error;

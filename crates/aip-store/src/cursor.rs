@@ -25,6 +25,8 @@ pub(crate) enum CursorKind {
     Approvals,
     Escalations,
     Deliveries,
+    Conversations,
+    ChannelMessages,
     /// A position in a followed stream (an action's chunks as one reader sees them).
     Stream,
 }
@@ -39,6 +41,8 @@ impl CursorKind {
             CursorKind::Approvals => b"approvals",
             CursorKind::Escalations => b"escalations",
             CursorKind::Deliveries => b"deliveries",
+            CursorKind::Conversations => b"conversations",
+            CursorKind::ChannelMessages => b"channel_messages",
             CursorKind::Stream => b"stream",
         }
     }

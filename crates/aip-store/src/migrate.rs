@@ -74,6 +74,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "callbacks",
         sql: include_str!("../migrations/sqlite/0009_callbacks.sql"),
     },
+    Migration {
+        version: 10,
+        name: "channels",
+        sql: include_str!("../migrations/sqlite/0010_channels.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -112,6 +117,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 7,
         name: "callbacks",
         sql: include_str!("../migrations/postgres/0007_callbacks.sql"),
+    },
+    Migration {
+        version: 8,
+        name: "channels",
+        sql: include_str!("../migrations/postgres/0008_channels.sql"),
     },
 ];
 

@@ -95,6 +95,8 @@ suite!(
     delivery_attempts_are_fenced_retried_and_settled_with_their_job,
     a_dead_lettered_delivery_is_redriven_with_its_id_and_a_stranded_one_is_dead_lettered,
     delivery_lists_filter_by_principal_status_and_target_behind_scoped_cursors,
+    a_channel_message_upserts_its_conversation_and_a_replayed_delivery_writes_nothing,
+    conversations_are_seen_by_their_connector_assignee_contact_and_tenant_readers,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -2694,6 +2696,8 @@ mod cases {
     pub use transaction::*;
     mod callback;
     pub use callback::*;
+    mod channel;
+    pub use channel::*;
 }
 
 /// The schema before action ids became tenant-scoped (`migrations`, as the bookkeeping table

@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 pub mod mcp;
 pub mod nats;
 pub mod peers;
+pub mod webhook;
 pub mod ws;
 
 /// A running `aip serve` child process; killed on drop.

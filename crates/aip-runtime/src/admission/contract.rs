@@ -71,8 +71,6 @@ fn unsupported_context(
         Some("approval")
     } else if action.compliance.is_some() {
         Some("compliance")
-    } else if action.conversation.is_some() {
-        Some("conversation")
     } else if action.memory_context.is_some() {
         Some("memory_context")
     } else {

@@ -168,6 +168,10 @@ impl Runtime {
             Some(c) => Some(crate::callback::admit(self, c).await?),
             None => None,
         };
+        if let Some(conversation) = &action.conversation {
+            self.check_conversation_reference(caller, conversation)
+                .await?;
+        }
         let idempotency = idempotency::claim(&capability, caller, request, contract.now_ms)?;
         let transaction = self
             .check_transaction(

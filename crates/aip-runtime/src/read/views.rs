@@ -122,6 +122,14 @@ fn delegation_links(record: &ActionRecord) -> BTreeMap<String, String> {
             }
         }
     }
+    // The conversation the action was about (spec 11.1), by id.
+    if let Some(id) = record
+        .request
+        .pointer("/action/conversation/id")
+        .and_then(serde_json::Value::as_str)
+    {
+        links.insert("conversation".to_owned(), id.to_owned());
+    }
     links
 }
 

@@ -24,11 +24,13 @@ use crate::error::ApiError;
 use crate::http::AppState;
 
 mod callbacks;
+mod channels;
 mod governance;
 mod resources;
 mod transactions;
 
 use callbacks::{deliveries, delivery, redrive};
+use channels::{conversation, conversation_messages, conversations};
 use governance::{
     approval, approvals, decide, decisions, escalation, escalations, resolve_escalation,
 };
@@ -76,6 +78,12 @@ pub fn aip_routes() -> Router<AppState> {
         .route("/aip/v1/callbacks/{delivery_id}", get(delivery))
         .route("/aip/v1/callback-deliveries/{delivery_id}", get(delivery))
         .route("/aip/v1/callbacks/{delivery_id}/redrive", post(redrive))
+        .route("/aip/v1/conversations", get(conversations))
+        .route("/aip/v1/conversations/{conversation_id}", get(conversation))
+        .route(
+            "/aip/v1/conversations/{conversation_id}/messages",
+            get(conversation_messages),
+        )
         .route("/aip/v1/resources", get(resources))
         .route("/aip/v1/resources/{resource_id}", get(resource))
         .route("/aip/v1/escalations", get(escalations))

@@ -39,9 +39,11 @@ macro_rules! string_enum {
 }
 
 mod callback;
+mod channel;
 mod governance;
 mod transaction;
 pub use callback::*;
+pub use channel::*;
 pub use governance::*;
 pub use transaction::*;
 

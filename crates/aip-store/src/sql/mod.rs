@@ -12,6 +12,7 @@
 mod action;
 mod approval;
 mod callback;
+mod channel;
 mod dialect;
 mod escalation;
 mod event;

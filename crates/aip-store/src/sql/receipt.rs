@@ -70,32 +70,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
 
     async fn append_audit(&self, a: NewAudit) -> StoreResult<AuditRecord> {
         self.write(false, move |tx| {
-            Box::pin(async move {
-                let row = query(
-                    "UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value",
-                )
-                .fetch_one(&mut *tx)
-                .await?;
-                let seq: i64 = row.try_get("value")?;
-                let row = query(
-                    "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-                     RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id",
-                )
-                .bind(seq)
-                .bind(&a.audit_id)
-                .bind(&a.tenant)
-                .bind(&a.actor)
-                .bind(&a.action_label)
-                .bind(a.occurred_at_ms)
-                .bind(Json(&a.data))
-                .bind(a.action_id.as_deref())
-                .bind(a.session_id.as_deref())
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(|e| e.or_duplicate("audit event"))?;
-                audit_record(&row)
-            })
+            Box::pin(async move { tx_append_audit(&mut *tx, &a).await })
         })
         .await
     }
@@ -268,4 +243,32 @@ fn audit_record(r: &Row) -> StoreResult<AuditRecord> {
         occurred_at_ms: r.try_get("occurred_at_ms")?,
         data: r.json("data")?,
     })
+}
+
+/// Appends an audit event inside a caller's write transaction, so the transition it records and
+/// its audit line commit together (spec 18.3: audit is not best effort).
+pub(super) async fn tx_append_audit(tx: &mut dyn Tx, a: &NewAudit) -> StoreResult<AuditRecord> {
+    let row =
+        query("UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value")
+            .fetch_one(&mut *tx)
+            .await?;
+    let seq: i64 = row.try_get("value")?;
+    let row = query(
+        "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+         RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id",
+    )
+    .bind(seq)
+    .bind(&a.audit_id)
+    .bind(&a.tenant)
+    .bind(&a.actor)
+    .bind(&a.action_label)
+    .bind(a.occurred_at_ms)
+    .bind(Json(&a.data))
+    .bind(a.action_id.as_deref())
+    .bind(a.session_id.as_deref())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| e.or_duplicate("audit event"))?;
+    audit_record(&row)
 }

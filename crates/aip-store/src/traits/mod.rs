@@ -1,7 +1,7 @@
 //! The storage traits the runtime talks to, one per aggregate: no SQL crosses them.
 //!
 //! Each aggregate (actions, approvals, escalations, jobs, events, sessions, receipts, replay claims, application records,
-//! housekeeping, transactions, callback deliveries) has its own trait in its own file, so a feature adds a trait and a file here (and
+//! housekeeping, transactions, callback deliveries, conversations) has its own trait in its own file, so a feature adds a trait and a file here (and
 //! its line in [`Store`]) without touching the others. [`Store`] is all of them together; the
 //! runtime holds it as `Arc<dyn Store>`, on which every method resolves through the supertraits.
 //! On a concrete store the method's trait must be in scope: `use aip_store::prelude::*;`.
@@ -13,6 +13,7 @@
 mod action;
 mod approval;
 mod callback;
+mod channel;
 mod escalation;
 mod event;
 mod housekeeping;
@@ -26,6 +27,7 @@ mod transaction;
 pub use action::ActionStore;
 pub use approval::ApprovalStore;
 pub use callback::CallbackStore;
+pub use channel::ChannelStore;
 pub use escalation::EscalationStore;
 pub use event::EventStore;
 pub use housekeeping::HousekeepingStore;
@@ -51,6 +53,7 @@ pub trait Store:
     + HousekeepingStore
     + TransactionStore
     + CallbackStore
+    + ChannelStore
 {
 }
 
@@ -67,5 +70,6 @@ impl<T> Store for T where
         + HousekeepingStore
         + TransactionStore
         + CallbackStore
+        + ChannelStore
 {
 }

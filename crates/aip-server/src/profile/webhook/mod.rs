@@ -75,8 +75,10 @@ pub struct SubscriptionConfig {
     /// The tenant that principal belongs to.
     #[serde(default = "default_tenant")]
     pub tenant: String,
-    /// Accepted event types, each mapped to the capability an event of that type invokes. Any
-    /// other type is refused.
+    /// Accepted event types, each mapped to the capability an event of that type invokes, or to
+    /// `aip.channel.v1.message_created` / `aip.channel.v1.conversation_updated` (the event, or its
+    /// `data`, is then that channel message or conversation update, recorded by the subscription's
+    /// principal with the delivery id as its replay claim). Any other type is refused.
     pub events: BTreeMap<String, String>,
 }
 
@@ -131,9 +133,26 @@ struct Subscription {
     type_field: String,
     input: InputConfig,
     caller: Caller,
-    /// Event type -> (capability id, whether the delivery id is sent as idempotency key).
-    events: HashMap<String, (String, bool)>,
+    /// Event type -> what an event of that type does.
+    events: HashMap<String, Target>,
 }
+
+/// What an event type does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    /// Admits an async action of the capability, with the delivery id as idempotency key when
+    /// the capability takes keys.
+    Action { capability: String, keyed: bool },
+    /// Records a channel message (spec 15.3).
+    ChannelMessage,
+    /// Records a conversation update.
+    ConversationUpdate,
+}
+
+/// The event mapping that records a channel message.
+pub const CHANNEL_MESSAGE: &str = "aip.channel.v1.message_created";
+/// The event mapping that records a conversation update.
+pub const CONVERSATION_UPDATE: &str = "aip.channel.v1.conversation_updated";
 
 /// Every subscription, by id.
 #[derive(Debug, Default)]
@@ -223,6 +242,24 @@ fn subscription<'a>(
     let mut events = HashMap::new();
     let mut scopes = Vec::new();
     for (event_type, capability) in &config.events {
+        let channel = match capability.as_str() {
+            CHANNEL_MESSAGE => Some(Target::ChannelMessage),
+            CONVERSATION_UPDATE => Some(Target::ConversationUpdate),
+            _ => None,
+        };
+        if let Some(channel) = channel {
+            if target(capability).is_some() {
+                return err(format!(
+                    "event {event_type}: {capability} is both a capability id and a channel record; rename the capability"
+                ));
+            }
+            events.insert(event_type.clone(), channel);
+            let scope = aip_runtime::channel::SCOPE_CHANNEL_WRITE.to_owned();
+            if !scopes.contains(&scope) {
+                scopes.push(scope);
+            }
+            continue;
+        }
         let Some(found) = target(capability) else {
             return err(format!(
                 "event {event_type}: unknown capability {capability}"
@@ -235,7 +272,10 @@ fn subscription<'a>(
         }
         events.insert(
             event_type.clone(),
-            (capability.clone(), super::takes_keys(found)),
+            Target::Action {
+                capability: capability.clone(),
+                keyed: super::takes_keys(found),
+            },
         );
         scopes.push(format!(
             "{}{capability}",
@@ -375,7 +415,11 @@ async fn admit(
             format!("the event is not JSON: {e}"),
         )
     })?;
-    let (capability, keyed, input) = route(subscription, event)?;
+    let (target, input) = route(subscription, event)?;
+    let (capability, keyed) = match target {
+        Target::Action { capability, keyed } => (capability, keyed),
+        channel => return record(runtime, subscription, delivery_id, &channel, input).await,
+    };
     let action_id = action_id(&subscription.id, delivery_id);
     let key = format!("{}:{delivery_id}", subscription.id);
     let request = ActionRequest::plain(Action {
@@ -407,8 +451,61 @@ async fn admit(
     })
 }
 
-/// The capability an event invokes, whether it takes the delivery id as key, and its input.
-fn route(subscription: &Subscription, event: Value) -> Result<(String, bool, Value), ApiError> {
+/// Records a channel message or conversation update event (spec 15.3): the signature was verified
+/// over the raw bytes and the delivery id is the replay claim, so a replay answers `duplicate`
+/// and stores nothing, also after a restart.
+async fn record(
+    runtime: &Arc<Runtime>,
+    subscription: &Subscription,
+    delivery_id: &str,
+    target: &Target,
+    input: Value,
+) -> Result<(StatusCode, Value), ApiError> {
+    let invalid = |e: String| ApiError::new(ErrorCode::InvalidInput, e);
+    let caller = &subscription.caller;
+    let recorded = match target {
+        Target::ChannelMessage => {
+            let message: aip_core::ChannelMessage = decode(input).map_err(invalid)?;
+            runtime
+                .record_channel_message(caller, &message, Some(delivery_id))
+                .await
+                .map(|r| (r.conversation.id, Some(r.message_id)))
+        }
+        _ => {
+            let update: aip_core::ConversationUpdated = decode(input).map_err(invalid)?;
+            runtime
+                .update_conversation(caller, &update, Some(delivery_id))
+                .await
+                .map(|c| (c.id, None))
+        }
+    };
+    let reply = |status: &str| json!({ "status": status, "subscription": subscription.id, "delivery_id": delivery_id });
+    match recorded {
+        Ok((conversation_id, message_id)) => {
+            let mut body = reply("recorded");
+            body["conversation_id"] = json!(conversation_id);
+            if let Some(id) = message_id {
+                body["message_id"] = json!(id);
+            }
+            Ok((StatusCode::ACCEPTED, body))
+        }
+        Err(RuntimeError::Replay) => Ok((StatusCode::OK, reply("duplicate"))),
+        Err(e) => Err(runtime_error(e)),
+    }
+}
+
+/// A wire body from an event, closed and checked like an envelope's body.
+fn decode<T: serde::de::DeserializeOwned + aip_core::Validate>(input: Value) -> Result<T, String> {
+    let body: T =
+        serde_json::from_value(input).map_err(|e| format!("the event is not that record: {e}"))?;
+    match aip_core::Checker::check(&body).first() {
+        Some(v) => Err(format!("{}: {}", v.pointer, v.message)),
+        None => Ok(body),
+    }
+}
+
+/// What an event does, and its input.
+fn route(subscription: &Subscription, event: Value) -> Result<(Target, Value), ApiError> {
     let Value::Object(mut event) = event else {
         return Err(ApiError::new(
             ErrorCode::InvalidInput,
@@ -424,7 +521,7 @@ fn route(subscription: &Subscription, event: Value) -> Result<(String, bool, Val
             ),
         ));
     };
-    let Some((capability, keyed)) = subscription.events.get(event_type) else {
+    let Some(target) = subscription.events.get(event_type) else {
         return Err(ApiError::new(
             ErrorCode::WebhookEventTypeNotAllowed,
             format!(
@@ -433,14 +530,14 @@ fn route(subscription: &Subscription, event: Value) -> Result<(String, bool, Val
             ),
         ));
     };
-    let (capability, keyed) = (capability.clone(), *keyed);
+    let target = target.clone();
     let input = match subscription.input {
         InputConfig::Payload => Value::Object(event),
         InputConfig::Data => event.remove("data").ok_or_else(|| {
             ApiError::new(ErrorCode::InvalidInput, "the event has no data member")
         })?,
     };
-    Ok((capability, keyed, input))
+    Ok((target, input))
 }
 
 /// The action a delivery becomes: the same for every replay of it, so the action is the durable
