@@ -16,8 +16,8 @@ mod common;
 use std::sync::Arc;
 
 use aip_store::{
-    ActionState, Admission, AdmissionLease, AdmissionOutcome, NewAction, NewEvent, NewJob,
-    NewReceipt, Store, Transition, WorkerId,
+    ActionState, Admission, AdmissionLease, AdmissionOutcome, NewAction, NewAudit, NewEvent,
+    NewJob, NewReceipt, Store, Transition, WorkerId,
 };
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
@@ -264,6 +264,17 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
             transaction: None,
             timers: Vec::new(),
             callback: None,
+            // Like the runtime, the admission decision's audit event.
+            audit: vec![NewAudit {
+                audit_id: format!("aud_{id}"),
+                tenant: "default".into(),
+                actor: "admin".into(),
+                action_label: "action.admitted".into(),
+                occurred_at_ms: now,
+                data: json!({ "capability_id": "cap:demo:echo", "mode": "sync", "decision": "allow" }),
+                action_id: Some(id.to_owned()),
+                session_id: None,
+            }],
         })
         .await
         .unwrap();

@@ -109,7 +109,29 @@ impl Runtime {
                 envelope.message_type.as_str()
             )));
         }
-        let caller = &self.authenticate_envelope(caller, envelope, raw).await?;
+        let data = || serde_json::json!({ "message_type": envelope.message_type.as_str(), "message_id": envelope.message_id });
+        let caller = &match self.authenticate_envelope(caller, envelope, raw).await {
+            Ok(authenticated) => authenticated,
+            Err(err) => {
+                return Err(self
+                    .audit_refusal(caller, "envelope.rejected", err, data(), (None, None))
+                    .await);
+            }
+        };
+        match self.serve_authenticated(caller, envelope).await {
+            // Actions audit their own refusals (every profile submits them, not only envelopes).
+            Err(err) if !matches!(envelope.body, MessageBody::Action(_)) => Err(self
+                .audit_refusal(caller, "request.denied", err, data(), (None, None))
+                .await),
+            served => served,
+        }
+    }
+
+    async fn serve_authenticated(
+        self: &Arc<Self>,
+        caller: &Caller,
+        envelope: &Envelope,
+    ) -> Result<Reply, RuntimeError> {
         let request = envelope;
         use MessageBody as B;
         Ok(match &envelope.body {

@@ -361,6 +361,36 @@ impl RuntimeError {
         }
     }
 
+    /// Whether this refuses a request for a security reason, so the refusal itself is audited
+    /// (spec 18.3): a capability the caller may not invoke (answered as unknown, so an unknown one
+    /// is audited too), a missing scope, another tenant, an unbound account, a principal mismatch, a
+    /// failed signature, skew or replay check, an invalid resume token, an approver without
+    /// authority, or a refused delegation or callback target. Malformed input is not.
+    pub fn is_security_refusal(&self) -> bool {
+        match self {
+            RuntimeError::ScopeDenied(_)
+            | RuntimeError::UnknownCapability(_)
+            | RuntimeError::CancelDenied(_)
+            | RuntimeError::ForeignTenant
+            | RuntimeError::ExternalAccountUnbound
+            | RuntimeError::PrincipalMismatch(_)
+            | RuntimeError::Signature(_)
+            | RuntimeError::ClockSkew
+            | RuntimeError::Replay
+            | RuntimeError::ResumeTokenInvalid
+            | RuntimeError::Delegation(_)
+            | RuntimeError::ResolutionNotAllowed(_) => true,
+            RuntimeError::Approval(e) => matches!(
+                e,
+                ApprovalError::ApproverMismatch
+                    | ApprovalError::NotEligible
+                    | ApprovalError::SeparationOfDuties(_)
+            ),
+            RuntimeError::Callback(e) => matches!(e, CallbackError::TargetDenied(_)),
+            _ => false,
+        }
+    }
+
     /// The protocol category (spec 19.1): the code's.
     pub fn category(&self) -> ErrorCategory {
         self.code().category()

@@ -186,7 +186,7 @@ impl Runtime {
                     json!({ "escalation_id": escalation_id, "kind": escalation.kind.as_str() }),
                     (None, record.session_id.as_deref()),
                 )
-                .await;
+                .await?;
                 record
             }
             // A re-send of the same escalation by its requester is delivery; anything else that
@@ -362,7 +362,7 @@ impl Runtime {
                     json!({ "escalation_id": escalation_id, "status": done.state.as_str() }),
                     (None, done.session_id.as_deref()),
                 )
-                .await;
+                .await?;
                 view(&done)
             }
             // Resolved by someone else meanwhile: answer as for a closed escalation.

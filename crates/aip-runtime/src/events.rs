@@ -6,6 +6,7 @@ use aip_store::{ActionRecord, NewAudit, NewEvent};
 use serde_json::Value;
 
 use crate::caller::Caller;
+use crate::error::RuntimeError;
 use crate::runtime::Runtime;
 
 /// One event for the audience `(tenant, principal)`.
@@ -57,22 +58,48 @@ pub(crate) fn bare_principal(id: &str, kind: PrincipalKind) -> Principal {
 }
 
 impl Runtime {
-    /// Appends an audit record of `caller`'s request about an action and/or session. Best effort:
-    /// the request it records has already been committed, and a lost audit line must not fail it.
+    /// Appends an audit record of `caller`'s request about an action and/or session. Not best
+    /// effort (spec 18.3): an audit event that cannot be written fails the request with the storage
+    /// error, so nothing security-relevant happens unrecorded without its caller being told.
     pub(crate) async fn record_audit(
         &self,
         caller: &Caller,
         label: &str,
         now: i64,
         data: Value,
-        (action_id, session_id): (Option<&str>, Option<&str>),
-    ) {
-        let appended = self
-            .store()
-            .append_audit(new_audit(caller, label, now, data, (action_id, session_id)))
-            .await;
-        if let Err(err) = appended {
-            tracing::warn!(label, error = %err, "audit record not written");
+        ids: (Option<&str>, Option<&str>),
+    ) -> Result<(), RuntimeError> {
+        self.store()
+            .append_audit(new_audit(caller, label, now, data, ids))
+            .await
+            .map(|_| ())
+            .map_err(|err| {
+                tracing::error!(label, error = %err, "audit record not written");
+                RuntimeError::Storage(err)
+            })
+    }
+
+    /// `err` as answered after its audit event (`label`) is written, when it refuses the request for
+    /// a security reason ([`RuntimeError::is_security_refusal`]); a refusal whose audit event
+    /// cannot be written is answered with the storage error instead (fail closed).
+    pub(crate) async fn audit_refusal(
+        &self,
+        caller: &Caller,
+        label: &str,
+        err: RuntimeError,
+        mut data: Value,
+        ids: (Option<&str>, Option<&str>),
+    ) -> RuntimeError {
+        if !err.is_security_refusal() {
+            return err;
+        }
+        data["code"] = Value::String(err.code().as_str().to_owned());
+        match self
+            .record_audit(caller, label, crate::clock::now_ms(), data, ids)
+            .await
+        {
+            Ok(()) => err,
+            Err(unwritten) => unwritten,
         }
     }
 }

@@ -2,6 +2,8 @@
 //! receipts + one event, as a sync action is admitted), at concurrency 1 and 16, on SQLite and
 //! (when `AIP_TEST_POSTGRES_URL` is set) PostgreSQL. The baseline in the same run is one plain
 //! single-row INSERT transaction per action on the same database with the same durability settings.
+//! `store_admit_audited` adds the admission's audit event (spec 18.3), as the runtime writes it: its
+//! sequence is one counter row, so this shows what that serialization costs under concurrency.
 //!
 //! `cargo bench -p aip-store --bench admission`
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -17,7 +19,7 @@ use sqlx::{AssertSqlSafe, Connection as _};
 
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
-fn admission(run: &str) -> Admission {
+fn admission(run: &str, audited: bool) -> Admission {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let id = format!("{run}-a{n}");
     Admission {
@@ -74,11 +76,25 @@ fn admission(run: &str) -> Admission {
             tenant: "t1".into(),
             principal: Some("alice".into()),
             session_id: None,
-            action_id: Some(id),
+            action_id: Some(id.clone()),
             correlation_id: None,
             occurred_at_ms: 1_700_000_000_000,
             data: json!({}),
         }],
+        audit: if audited {
+            vec![NewAudit {
+                audit_id: format!("{id}-aud"),
+                tenant: "t1".into(),
+                actor: "alice".into(),
+                action_label: "action.admitted".into(),
+                occurred_at_ms: 1_700_000_000_000,
+                data: json!({"capability_id": "cap:demo:echo", "mode": "sync", "decision": "allow"}),
+                action_id: Some(id),
+                session_id: None,
+            }]
+        } else {
+            Vec::new()
+        },
         job: None,
         lease: None,
         approval: None,
@@ -91,7 +107,7 @@ fn admission(run: &str) -> Admission {
 /// Runs `iters` admissions spread over `concurrency` tasks; returns the elapsed time.
 async fn admit_many(
     store: Arc<dyn Store>,
-    run: &'static str,
+    (run, audited): (&'static str, bool),
     iters: u64,
     concurrency: u64,
 ) -> Duration {
@@ -102,7 +118,7 @@ async fn admit_many(
         let share = iters / concurrency + u64::from(t < iters % concurrency);
         tasks.push(tokio::spawn(async move {
             for _ in 0..share {
-                store.admit(admission(run)).await.unwrap();
+                store.admit(admission(run, audited)).await.unwrap();
             }
         }));
     }
@@ -205,7 +221,10 @@ fn bench(c: &mut Criterion) {
     for conc in [1u64, 16] {
         let s = sqlite.clone();
         group.bench_function(format!("sqlite/store_admit/c{conc}"), |b| {
-            b.iter_custom(|iters| rt.block_on(admit_many(s.clone(), "sq", iters, conc)))
+            b.iter_custom(|iters| rt.block_on(admit_many(s.clone(), ("sq", false), iters, conc)))
+        });
+        group.bench_function(format!("sqlite/store_admit_audited/c{conc}"), |b| {
+            b.iter_custom(|iters| rt.block_on(admit_many(s.clone(), ("sqa", true), iters, conc)))
         });
         group.bench_function(format!("sqlite/baseline_insert/c{conc}"), |b| {
             b.iter_custom(|iters| rt.block_on(baseline_many(&sqlite_base, iters, conc)))
@@ -246,7 +265,14 @@ fn bench(c: &mut Criterion) {
             for conc in [1u64, 16] {
                 let s = store.clone();
                 group.bench_function(format!("postgres/store_admit/c{conc}"), |b| {
-                    b.iter_custom(|iters| rt.block_on(admit_many(s.clone(), "pg", iters, conc)))
+                    b.iter_custom(|iters| {
+                        rt.block_on(admit_many(s.clone(), ("pg", false), iters, conc))
+                    })
+                });
+                group.bench_function(format!("postgres/store_admit_audited/c{conc}"), |b| {
+                    b.iter_custom(|iters| {
+                        rt.block_on(admit_many(s.clone(), ("pga", true), iters, conc))
+                    })
                 });
                 group.bench_function(format!("postgres/baseline_insert/c{conc}"), |b| {
                     b.iter_custom(|iters| rt.block_on(baseline_many(&base, iters, conc)))

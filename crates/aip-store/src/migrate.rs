@@ -79,6 +79,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "channels",
         sql: include_str!("../migrations/sqlite/0010_channels.sql"),
     },
+    Migration {
+        version: 11,
+        name: "audit_positions",
+        sql: include_str!("../migrations/sqlite/0011_audit_positions.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -122,6 +127,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 8,
         name: "channels",
         sql: include_str!("../migrations/postgres/0008_channels.sql"),
+    },
+    Migration {
+        version: 9,
+        name: "audit_positions",
+        sql: include_str!("../migrations/postgres/0009_audit_positions.sql"),
     },
 ];
 

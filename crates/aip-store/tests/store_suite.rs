@@ -317,6 +317,7 @@ mod cases {
             transaction: None,
             timers: Vec::new(),
             callback: None,
+            audit: Vec::new(),
         }
     }
 
@@ -1821,6 +1822,13 @@ mod cases {
                 .is_err()
         );
         assert!(h.raw_exec("DELETE FROM aip_audit").await.is_err());
+        // A listing position, once given, never moves either (the sequencer only fills NULLs).
+        assert!(
+            h.raw_exec("UPDATE aip_audit SET pos = pos + 1000000")
+                .await
+                .is_err()
+        );
+        assert!(h.raw_exec("UPDATE aip_audit SET pos = NULL").await.is_err());
     }
 
     pub async fn app_records_make_duplicates_observable(h: &Harness) {
@@ -2148,6 +2156,16 @@ mod cases {
         );
         let prev = broken.then_some("no-such-tip");
         a.receipts = vec![receipt(&format!("{p}r{i}"), &id, &format!("{p}h{i}"), prev)];
+        a.audit = vec![NewAudit {
+            audit_id: format!("{p}aud{i}"),
+            tenant: "t1".into(),
+            actor: "alice".into(),
+            action_label: "action.admitted".into(),
+            occurred_at_ms: T0,
+            data: json!({}),
+            action_id: Some(id.clone()),
+            session_id: None,
+        }];
         a
     }
 
@@ -2192,6 +2210,28 @@ mod cases {
             .collect();
         assert_eq!(got, expected);
         assert_eq!(events_of(&h.store, "t1").await.len(), expected.len());
+        // Each admission's audit event committed with it, and only with it.
+        let audit = AuditQuery {
+            tenant: "t1".into(),
+            actor: None,
+            action_id: None,
+            session_id: None,
+            from_ms: None,
+            to_ms: None,
+            transaction_id: None,
+        };
+        let mut audited: Vec<String> = h
+            .store
+            .list_audit(&audit, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter_map(|a| a.action_id)
+            .filter(|id| id.starts_with(p))
+            .collect();
+        audited.sort();
+        assert_eq!(audited, expected);
         for i in (0..broken.len()).filter(|&i| broken[i]) {
             assert!(
                 h.store

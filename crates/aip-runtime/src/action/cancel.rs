@@ -39,7 +39,7 @@ impl Runtime {
                         json!({ "action_id": record.action_id, "approval_pending": true }),
                         (Some(&record.action_id), record.session_id.as_deref()),
                     )
-                    .await;
+                    .await?;
                     return self
                         .action_status(caller, action_id, false, false, None)
                         .await;
@@ -105,7 +105,7 @@ impl Runtime {
                 json!({ "action_id": record.action_id }),
                 (Some(&record.action_id), record.session_id.as_deref()),
             )
-            .await;
+            .await?;
         }
         if let Some(token) = self
             .running()

@@ -73,7 +73,18 @@ impl Runtime {
     ) -> Result<Submitted, RuntimeError> {
         let started = Instant::now();
         let action = &request.action;
-        let admitted = match self.admit_action(caller, request).await? {
+        let admission = match self.admit_action(caller, request).await {
+            Ok(admission) => admission,
+            // A security refusal of an action is audited, whatever transport or profile sent it.
+            Err(err) => {
+                let data = serde_json::json!({ "capability_id": action.capability_id });
+                let ids = (Some(action.id.as_str()), request.session_id.as_deref());
+                return Err(self
+                    .audit_refusal(caller, "action.denied", err, data, ids)
+                    .await);
+            }
+        };
+        let admitted = match admission {
             Admission::Admitted(admitted) => admitted,
             Admission::Existing { original, why } => {
                 metrics::counter!("aip_actions_cached_total").increment(1);

@@ -246,6 +246,24 @@ pub(crate) async fn admit(
         ));
     }
     let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
+    // The admission decision's audit event (spec 18.3), in the admission transaction. A principal
+    // acting under a configuration-bound external account is recorded with it.
+    let mut audit_data = json!({ "capability_id": action.capability_id, "mode": mode.as_str(),
+        "state": state.as_str(), "decision": if approval_id.is_some() { "approval_required" } else { "allow" },
+        "issuer": caller.issuer });
+    if let Some(id) = &approval_id {
+        audit_data["approval_id"] = json!(id);
+    }
+    if let Some(account) = &caller.external_account {
+        audit_data["external_account"] = json!(account);
+    }
+    let audit = vec![crate::events::new_audit(
+        caller,
+        "action.admitted",
+        now,
+        audit_data,
+        (Some(&action_id), request.session_id.as_deref()),
+    )];
     let admission = aip_store::Admission {
         action: NewAction {
             action_id: action_id.clone(),
@@ -270,6 +288,7 @@ pub(crate) async fn admit(
         transaction: link,
         timers,
         callback,
+        audit,
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {

@@ -198,6 +198,14 @@ impl Runtime {
             receipts: Vec::new(),
             events: Vec::new(),
             finish_job: None,
+            audit: vec![crate::events::new_audit(
+                caller,
+                "approval.decided",
+                now,
+                serde_json::json!({ "approval_id": record.approval_id, "decision_id": decision_id,
+                    "decision": decision.decision.as_str(), "policy_hash": record.policy_hash }),
+                (Some(&action.action_id), None),
+            )],
             now_ms: now,
         };
         match decision.decision {
@@ -553,6 +561,7 @@ impl Runtime {
             receipts: Vec::new(),
             events: Vec::new(),
             finish_job: None,
+            audit: Vec::new(),
             now_ms: now,
         })
         .await?;

@@ -136,6 +136,7 @@ impl Runtime {
             receipts: Vec::new(),
             events: Vec::new(),
             finish_job: Some(fence.clone()),
+            audit: Vec::new(),
             now_ms: now,
         };
         match self.write_approval(write).await {

@@ -196,7 +196,7 @@ impl Runtime {
                 json!({ "approval_id": record.approval_id, "action_id": record.action_id }),
                 (Some(&record.action_id), action.session_id.as_deref()),
             )
-            .await;
+            .await?;
             Some(ApprovalEvidencePayload {
                 action_id: request.action_id.clone(),
                 capability_id: request.capability_id.clone(),

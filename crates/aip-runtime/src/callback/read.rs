@@ -98,7 +98,7 @@ impl Runtime {
             serde_json::json!({ "delivery_id": delivery_id, "previous_status": delivery.status.as_str() }),
             (Some(&delivery.action_id), None),
         )
-        .await;
+        .await?;
         self.delivery_view(&redriven, false).await
     }
 

@@ -104,7 +104,7 @@ impl Runtime {
                 }),
                 (None, None),
             )
-            .await;
+            .await?;
         }
         Ok(AuditQueryResult {
             events,

@@ -128,7 +128,7 @@ impl Runtime {
             json!({ "session_id": session.session_id, "requested": requested.len() }),
             (None, Some(&session.session_id)),
         )
-        .await;
+        .await?;
         Ok(SessionCancellation {
             session_id: SessionId::new(session.session_id),
             requested,
@@ -226,6 +226,14 @@ impl Runtime {
                 vec![event],
             )
             .await?;
+        self.record_audit(
+            caller,
+            "session.created",
+            now,
+            json!({ "profiles": agreed_profiles, "issuer": caller.issuer }),
+            (None, Some(session_id.as_str())),
+        )
+        .await?;
         let token = new_resume_token()?;
         self.store()
             .issue_resume_token(session_id.as_str(), &token, now + SESSION_TTL_MS, now)
@@ -412,7 +420,7 @@ impl Runtime {
             json!({ "session_id": session_id }),
             (None, Some(session_id)),
         )
-        .await;
+        .await?;
         self.session_view_for(caller, &current).await
     }
 

@@ -54,6 +54,14 @@ impl Runtime {
             data: json!({ "profiles": [profile], "principal_kind": caller.kind, "profile_data": data }),
         };
         self.store().create_session(record, vec![event]).await?;
+        self.record_audit(
+            caller,
+            "session.created",
+            now,
+            json!({ "profile": profile, "issuer": caller.issuer }),
+            (None, Some(&session_id)),
+        )
+        .await?;
         self.owned_session(caller, &session_id).await
     }
 

@@ -144,6 +144,8 @@ pub struct ApprovalWrite {
     pub events: Vec<NewEvent>,
     /// When set, completes this leased job under its fence (the expiry timer that wrote this).
     pub finish_job: Option<Fence>,
+    /// Audit events of the write (spec 18.3: a decision is audited with it, never without it).
+    pub audit: Vec<super::NewAudit>,
     /// Time, epoch ms.
     pub now_ms: i64,
 }

@@ -637,6 +637,8 @@ pub struct Admission {
     /// The action's callback (spec 17): each later transition into a state it covers queues a
     /// delivery in that transition's transaction.
     pub callback: Option<CallbackSubscription>,
+    /// Audit events of the admission decision (spec 18.3), committed with it (never without it).
+    pub audit: Vec<NewAudit>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

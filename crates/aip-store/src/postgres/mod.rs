@@ -15,9 +15,10 @@ use crate::cursor::CursorKey;
 use crate::db::Tx;
 use crate::error::StoreResult;
 use crate::migrate;
-use crate::model::{Backend, NewEvent};
+use crate::model::{AuditRecord, Backend, NewAudit, NewEvent};
 use crate::sql::{
-    self, Dialect, MAX_ROWS, SqlStore, WriteFn, bind_event_rows, to_u64, values_list,
+    self, AUDIT_RETURNING, Dialect, MAX_ROWS, SqlStore, WriteFn, audit_record, bind_audit,
+    bind_event_rows, to_u64, values_list,
 };
 use crate::watch::ChangeWatch;
 use sequencer::Sequencer;
@@ -161,6 +162,19 @@ impl Dialect for Postgres {
             seqs.extend(chunk_seqs);
         }
         Ok(seqs)
+    }
+
+    async fn append_audit(tx: &mut dyn Tx, a: &NewAudit) -> StoreResult<AuditRecord> {
+        // No shared counter (migration 9): `seq` from a sequence, `pos` set by the sequencer.
+        let sql = format!(
+            "INSERT INTO aip_audit (audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING {AUDIT_RETURNING}"
+        );
+        let row = bind_audit(crate::db::query(sql), a)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| e.or_duplicate("audit event"))?;
+        audit_record(&row)
     }
 
     fn watch_changes(&self) -> ChangeWatch {

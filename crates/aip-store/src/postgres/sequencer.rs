@@ -80,15 +80,21 @@ async fn sequence_events(pool: &PgPool) -> StoreResult<u64> {
             .bind(SEQUENCER_LOCK)
             .execute(&mut *tx)
             .await?;
-        let n = sqlx::query(
-            "WITH pending AS (SELECT seq, row_number() OVER (ORDER BY seq) AS rn FROM aip_events \
-             WHERE pos IS NULL ORDER BY seq LIMIT 10000), \
-             base AS (SELECT COALESCE(MAX(pos), 0) AS b FROM aip_events) \
-             UPDATE aip_events e SET pos = base.b + pending.rn FROM pending, base WHERE e.seq = pending.seq",
-        )
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
+        // Events, then audit events: each table's own positions, under the one lock.
+        let mut n = 0;
+        for table in ["aip_events", "aip_audit"] {
+            n = n.max(
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "WITH pending AS (SELECT seq, row_number() OVER (ORDER BY seq) AS rn FROM {table} \
+                     WHERE pos IS NULL ORDER BY seq LIMIT 10000), \
+                     base AS (SELECT COALESCE(MAX(pos), 0) AS b FROM {table}) \
+                     UPDATE {table} e SET pos = base.b + pending.rn FROM pending, base WHERE e.seq = pending.seq"
+                )))
+                .execute(&mut *tx)
+                .await?
+                .rows_affected(),
+            );
+        }
         if n > 0 {
             sqlx::query("SELECT pg_notify('aip_changes', '')")
                 .execute(&mut *tx)

@@ -175,6 +175,10 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                     }
                 }
                 D::append_events(&mut *tx, &a.events).await?;
+                // Last: the audit sequence is one counter row, locked only from here to commit.
+                for audit in &a.audit {
+                    receipt::tx_append_audit::<D>(&mut *tx, audit).await?;
+                }
                 let (scope, key) = a.idempotency.map(|c| (c.scope, c.key)).unzip();
                 let act = a.action;
                 let record = ActionRecord {

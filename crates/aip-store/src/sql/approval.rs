@@ -235,6 +235,9 @@ impl<D: Dialect> ApprovalStore for SqlStore<D> {
                 }
                 receipt::tx_append_receipts(&mut *tx, &w.receipts).await?;
                 D::append_events(&mut *tx, &w.events).await?;
+                for audit in &w.audit {
+                    receipt::tx_append_audit::<D>(&mut *tx, audit).await?;
+                }
                 record.approvers = Vec::new();
                 Ok(ApprovalWritten::Written(record))
             })

@@ -48,7 +48,7 @@ impl<D: Dialect> ChannelStore for SqlStore<D> {
                     return Ok(ChannelWrite::Replayed);
                 }
                 let conversation = tx_upsert(&mut *tx, &m.conversation, 1, m.now_ms).await?;
-                receipt::tx_append_audit(&mut *tx, &m.audit).await?;
+                receipt::tx_append_audit::<D>(&mut *tx, &m.audit).await?;
                 Ok(ChannelWrite::Recorded(Box::new(conversation)))
             })
         })
@@ -84,7 +84,7 @@ impl<D: Dialect> ChannelStore for SqlStore<D> {
                     }
                 }
                 let record = tx_upsert(&mut *tx, &conversation, 0, now_ms).await?;
-                receipt::tx_append_audit(&mut *tx, &audit).await?;
+                receipt::tx_append_audit::<D>(&mut *tx, &audit).await?;
                 Ok(ChannelWrite::Recorded(Box::new(record)))
             })
         })

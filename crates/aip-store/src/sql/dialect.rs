@@ -4,7 +4,7 @@ use std::future::Future;
 
 use crate::db::{BoxFuture, Pool, Tx};
 use crate::error::StoreResult;
-use crate::model::{Backend, NewEvent};
+use crate::model::{AuditRecord, Backend, NewAudit, NewEvent};
 use crate::watch::ChangeWatch;
 
 /// A backend as the shared SQL sees it: its lock clauses, its read pool, how it runs a write
@@ -44,6 +44,13 @@ pub(crate) trait Dialect: Send + Sync + 'static {
         tx: &mut dyn Tx,
         events: &[NewEvent],
     ) -> impl Future<Output = StoreResult<Vec<u64>>> + Send;
+
+    /// Inserts an audit event inside the caller's write, positioned in commit order like events
+    /// (the counter on SQLite; on PostgreSQL a plain sequence, and the sequencer after commit).
+    fn append_audit(
+        tx: &mut dyn Tx,
+        audit: &NewAudit,
+    ) -> impl Future<Output = StoreResult<AuditRecord>> + Send;
 
     /// A watch that changes after committed events or chunks.
     fn watch_changes(&self) -> ChangeWatch;

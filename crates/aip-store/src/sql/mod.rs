@@ -36,6 +36,7 @@ use crate::error::{StoreError, StoreResult};
 
 pub(crate) use dialect::{Dialect, WriteFn};
 pub(crate) use event::bind_event_rows;
+pub(crate) use receipt::{AUDIT_RETURNING, audit_record, bind_audit};
 pub(crate) use setup::{cursor_key, migrate};
 
 /// A store: the backend's connections and writer (its [`Dialect`]) and the cursor key every node of

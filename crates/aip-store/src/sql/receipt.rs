@@ -69,8 +69,9 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
     }
 
     async fn append_audit(&self, a: NewAudit) -> StoreResult<AuditRecord> {
-        self.write(false, move |tx| {
-            Box::pin(async move { tx_append_audit(&mut *tx, &a).await })
+        // Notifying: on PostgreSQL the sequencer then positions the event before this answers.
+        self.write(true, move |tx| {
+            Box::pin(async move { tx_append_audit::<D>(&mut *tx, &a).await })
         })
         .await
     }
@@ -101,7 +102,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         }
         let page = ListCursor::open(&self.key, CursorKind::Audit, scope, cursor)?;
         let found = query(
-            "SELECT seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
+            "SELECT seq, pos, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
              WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) \
              AND (CAST($5 AS TEXT) IS NULL OR action_id = $5) \
              AND (CAST($6 AS TEXT) IS NULL OR session_id = $6) \
@@ -109,7 +110,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
              AND (CAST($8 AS BIGINT) IS NULL OR occurred_at_ms <= $8) \
              AND (CAST($9 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
                   WHERE l.tenant = aip_audit.tenant AND l.action_id = aip_audit.action_id AND l.transaction_id = $9)) \
-             AND seq > $3 ORDER BY seq LIMIT $4",
+             AND pos IS NOT NULL AND pos > $3 ORDER BY pos LIMIT $4",
         )
         .bind(&q.tenant)
         .bind(q.actor.as_deref())
@@ -122,7 +123,7 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         .bind(q.transaction_id.as_deref())
         .fetch_all(self.reader())
         .await?;
-        page.page(&found, "seq", audit_record)
+        page.page(&found, "pos", audit_record)
     }
 }
 
@@ -231,7 +232,7 @@ fn receipt_record(r: &Row) -> StoreResult<ReceiptRecord> {
     })
 }
 
-fn audit_record(r: &Row) -> StoreResult<AuditRecord> {
+pub(crate) fn audit_record(r: &Row) -> StoreResult<AuditRecord> {
     Ok(AuditRecord {
         sequence: to_u64(r.try_get("seq")?, "audit sequence")?,
         audit_id: r.try_get("audit_id")?,
@@ -247,28 +248,25 @@ fn audit_record(r: &Row) -> StoreResult<AuditRecord> {
 
 /// Appends an audit event inside a caller's write transaction, so the transition it records and
 /// its audit line commit together (spec 18.3: audit is not best effort).
-pub(super) async fn tx_append_audit(tx: &mut dyn Tx, a: &NewAudit) -> StoreResult<AuditRecord> {
-    let row =
-        query("UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value")
-            .fetch_one(&mut *tx)
-            .await?;
-    let seq: i64 = row.try_get("value")?;
-    let row = query(
-        "INSERT INTO aip_audit (seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-         RETURNING seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id",
-    )
-    .bind(seq)
-    .bind(&a.audit_id)
-    .bind(&a.tenant)
-    .bind(&a.actor)
-    .bind(&a.action_label)
-    .bind(a.occurred_at_ms)
-    .bind(Json(&a.data))
-    .bind(a.action_id.as_deref())
-    .bind(a.session_id.as_deref())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(|e| e.or_duplicate("audit event"))?;
-    audit_record(&row)
+pub(super) async fn tx_append_audit<D: Dialect>(
+    tx: &mut dyn Tx,
+    a: &NewAudit,
+) -> StoreResult<AuditRecord> {
+    D::append_audit(tx, a).await
+}
+
+/// The columns an audit insert returns ([`audit_record`] reads them).
+pub(crate) const AUDIT_RETURNING: &str =
+    "seq, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id";
+
+/// Binds an audit event's eight columns (`audit_id` .. `session_id`, in table order) to `q`.
+pub(crate) fn bind_audit<'q>(q: crate::db::Stmt<'q>, a: &'q NewAudit) -> crate::db::Stmt<'q> {
+    q.bind(&a.audit_id)
+        .bind(&a.tenant)
+        .bind(&a.actor)
+        .bind(&a.action_label)
+        .bind(a.occurred_at_ms)
+        .bind(Json(&a.data))
+        .bind(a.action_id.as_deref())
+        .bind(a.session_id.as_deref())
 }

@@ -24,8 +24,11 @@ use sqlx::sqlite::{
 
 use crate::db::Tx;
 use crate::error::{StoreError, StoreResult};
-use crate::model::{Backend, NewEvent};
-use crate::sql::{Dialect, MAX_ROWS, SqlStore, WriteFn, bind_event_rows, to_u64};
+use crate::model::{AuditRecord, Backend, NewAudit, NewEvent};
+use crate::sql::{
+    AUDIT_RETURNING, Dialect, MAX_ROWS, SqlStore, WriteFn, audit_record, bind_audit,
+    bind_event_rows, to_u64,
+};
 use crate::watch::ChangeWatch;
 use writer::Writer;
 
@@ -182,6 +185,26 @@ impl Dialect for Sqlite {
             }
         }
         Ok(seqs)
+    }
+
+    async fn append_audit(tx: &mut dyn Tx, a: &NewAudit) -> StoreResult<AuditRecord> {
+        // Serialized writes: the counter is commit-ordered, and the position is the sequence.
+        let row = crate::db::query(
+            "UPDATE aip_counters SET value = value + 1 WHERE name = 'audit' RETURNING value",
+        )
+        .fetch_one(&mut *tx)
+        .await?;
+        let seq: i64 = row.try_get("value")?;
+        let sql = format!(
+            "INSERT INTO aip_audit (audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id, seq, pos) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) RETURNING {AUDIT_RETURNING}"
+        );
+        let row = bind_audit(crate::db::query(sql), a)
+            .bind(seq)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| e.or_duplicate("audit event"))?;
+        audit_record(&row)
     }
 
     fn watch_changes(&self) -> ChangeWatch {

@@ -49,6 +49,7 @@ fn approval_write(id: &str, version: i64) -> ApprovalWrite {
         receipts: vec![],
         events: vec![],
         finish_job: None,
+        audit: Vec::new(),
         now_ms: T0 + 1,
     }
 }
@@ -192,6 +193,7 @@ pub async fn an_approval_write_moves_its_action_and_queues_its_job_all_or_nothin
         .unwrap();
     let done = ApprovalWrite {
         finish_job: Some(timer.fence.clone()),
+        audit: Vec::new(),
         now_ms: T0 + 60_001,
         ..approval_write("a1", 1)
     };
