@@ -235,6 +235,8 @@ error_codes! {
     InvalidQuery = "aip.read.invalid_query", Permanent;
     /// A cursor this reader did not receive for this query.
     InvalidCursor = "aip.read.invalid_cursor", Permanent;
+    /// The cursor points into history that retention purged (spec 16.2): read again without it.
+    CursorExpired = "aip.read.cursor_expired", Permanent;
     // ---- security (spec 22.2-22.3) ----
     /// The envelope signature is missing, invalid, or its signer is not trusted.
     SecuritySignatureInvalid = "aip.security.signature_invalid", Auth;

@@ -79,6 +79,9 @@ pub enum RuntimeError {
     /// A cursor that this reader did not receive for this query (spec 16.2).
     #[error("invalid cursor")]
     InvalidCursor,
+    /// The cursor points into history that retention purged (spec 16.2).
+    #[error("the cursor is past retention: the history after it was purged; read again without it")]
+    CursorExpired,
     /// The envelope signature is missing, malformed or invalid, or its signer is not trusted (spec 22.2).
     #[error("envelope signature rejected: {0}")]
     Signature(&'static str),
@@ -311,6 +314,7 @@ impl From<StoreError> for RuntimeError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::InvalidCursor | StoreError::ForeignCursor => RuntimeError::InvalidCursor,
+            StoreError::CursorExpired => RuntimeError::CursorExpired,
             StoreError::ResumeTokenInvalid => RuntimeError::ResumeTokenInvalid,
             other => RuntimeError::Storage(other),
         }
@@ -342,6 +346,7 @@ impl RuntimeError {
             RuntimeError::Terminal(_) => ErrorCode::Terminal,
             RuntimeError::InvalidQuery(_) => ErrorCode::InvalidQuery,
             RuntimeError::InvalidCursor => ErrorCode::InvalidCursor,
+            RuntimeError::CursorExpired => ErrorCode::CursorExpired,
             RuntimeError::Signature(_) => ErrorCode::SecuritySignatureInvalid,
             RuntimeError::ClockSkew => ErrorCode::ClockSkew,
             RuntimeError::Replay => ErrorCode::Replay,

@@ -28,6 +28,7 @@ mod receipts;
 pub mod registry;
 mod reply;
 pub mod resource;
+pub mod retention;
 mod runtime;
 mod security;
 mod session;

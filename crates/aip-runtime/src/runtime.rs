@@ -60,6 +60,8 @@ pub struct RuntimeConfig {
     pub callbacks: crate::callback::CallbackPolicy,
     /// Channel message policy (spec 15).
     pub channels: crate::channel::ChannelPolicy,
+    /// How long events and chunks are kept (spec 16.2).
+    pub retention: crate::retention::RetentionPolicy,
     /// The node's signing key (its `did:key` is the manifest agent's `did`): signs callback
     /// deliveries. `None`: deliveries go unsigned.
     pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,
@@ -148,6 +150,8 @@ impl Runtime {
             self,
             Arc::new(crate::delegation::follow::DelegationFollowUps),
         );
+        self.schedule_housekeeping(crate::clock::now_ms()).await?;
+        crate::worker::start(self, Arc::new(crate::retention::Housekeeping));
         Ok(())
     }
 

@@ -105,6 +105,9 @@ pub struct Config {
     /// Conversation and channel message policy (spec 15).
     #[serde(default)]
     pub channels: crate::channels::ChannelsConfig,
+    /// How long events and chunks are kept (spec 16.2).
+    #[serde(default)]
+    pub retention: crate::retention::RetentionConfig,
     /// Delegation policy (spec 14): this node's trust domain and chain limits.
     #[serde(default)]
     pub delegation: crate::peers::DelegationConfig,
@@ -512,6 +515,7 @@ impl Config {
         self.nats.check()?;
         self.callbacks.check()?;
         self.channels.check()?;
+        self.retention.check()?;
         crate::peers::check(&self.delegation, &self.peers)?;
         for p in &self.principals {
             if p.id.is_empty() {
@@ -559,6 +563,7 @@ impl Default for Config {
             resource_root: None,
             callbacks: crate::callbacks::CallbacksConfig::default(),
             channels: crate::channels::ChannelsConfig::default(),
+            retention: crate::retention::RetentionConfig::default(),
             delegation: crate::peers::DelegationConfig::default(),
             peers: Vec::new(),
             mcp: crate::profile::mcp::McpConfig::default(),

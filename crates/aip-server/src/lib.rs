@@ -16,6 +16,7 @@ pub mod links;
 pub mod nats;
 pub mod peers;
 pub mod profile;
+pub mod retention;
 pub mod routes;
 pub mod sse;
 pub mod status;

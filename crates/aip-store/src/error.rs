@@ -57,6 +57,10 @@ pub enum StoreError {
     /// A cursor was issued for another reader or query scope (spec 16.2).
     #[error("cursor belongs to another query scope")]
     ForeignCursor,
+    /// A cursor points into history that retention has purged (spec 16.2): what followed it is
+    /// gone, so continuing would silently skip it. Start again without a cursor.
+    #[error("cursor is past retention: the history after it was purged")]
+    CursorExpired,
     /// A chunk reuses a sequence number with different content (spec 11.6).
     #[error("chunk sequence {sequence} was already used with different content")]
     ChunkConflict {
@@ -105,6 +109,7 @@ impl StoreError {
             StoreError::Corrupt(_) => "store.corrupt",
             StoreError::InvalidInput(_) => "store.invalid_input",
             StoreError::NotFound { .. } => "store.not_found",
+            StoreError::CursorExpired => "store.cursor_expired",
             StoreError::Duplicate { .. } => "store.duplicate",
             StoreError::StateConflict { .. } => "store.state_conflict",
             StoreError::Terminal { .. } => "store.terminal",

@@ -215,6 +215,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         reconcile_after_ms: 0,
         callbacks: aip_runtime::callback::CallbackPolicy::default(),
         channels: aip_runtime::channel::ChannelPolicy::default(),
+        retention: aip_runtime::retention::RetentionPolicy::default(),
         delegation: aip_runtime::delegation::DelegationPolicy::default(),
         node_key: None,
     }

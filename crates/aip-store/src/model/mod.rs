@@ -856,7 +856,25 @@ pub struct AppRecord {
     pub body: Value,
 }
 
-/// What housekeeping removed.
+/// How far back history is kept (spec 16.2: cursors are retention-bound).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RetentionCutoffs {
+    /// Purge events that occurred before this time, epoch ms; `None` keeps them.
+    pub events_before_ms: Option<i64>,
+    /// Purge the chunks of actions that ended before this time, epoch ms; `None` keeps them.
+    pub chunks_before_ms: Option<i64>,
+}
+
+/// What a history purge removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryPurge {
+    /// Events removed.
+    pub events: u64,
+    /// Chunks removed.
+    pub chunks: u64,
+}
+
+/// What a purge of expired entries removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PurgeReport {
     /// Expired replay claims.

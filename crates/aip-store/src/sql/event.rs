@@ -64,6 +64,14 @@ impl<D: Dialect> EventStore for SqlStore<D> {
             scope.push(format!("kinds\n{}", kinds.join("\n")));
         }
         let page = ListCursor::open(&self.key, CursorKind::Events, scope, cursor)?;
+        // A cursor before the purge horizon would silently skip purged events (spec 16.2).
+        if page.after > 0
+            && super::housekeeping::mark(self, super::housekeeping::EVENTS_PURGED_THROUGH)
+                .await?
+                .is_some_and(|horizon| page.after < horizon)
+        {
+            return Err(StoreError::CursorExpired);
+        }
         let kind_filter = if kinds.is_empty() {
             String::new()
         } else {
@@ -161,8 +169,41 @@ impl<D: Dialect> EventStore for SqlStore<D> {
         .bind(tenant)
         .fetch_all(self.reader())
         .await?;
+        // Past a cursor, nothing at all for an action that ended before the chunk purge mark: its
+        // chunks were purged, and an empty page would read as "no more".
+        if after >= 0 && found.is_empty() && chunks_purged(self, tenant, action_id).await? {
+            return Err(StoreError::CursorExpired);
+        }
         found.iter().map(chunk_record).collect()
     }
+}
+
+/// Whether `action_id`'s chunks were purged: it ended before the purge mark and has none left.
+async fn chunks_purged<D: Dialect>(
+    store: &SqlStore<D>,
+    tenant: &str,
+    action_id: &str,
+) -> StoreResult<bool> {
+    let Some(mark) =
+        super::housekeeping::mark(store, super::housekeeping::CHUNKS_PURGED_BEFORE).await?
+    else {
+        return Ok(false);
+    };
+    let row = query(
+            "SELECT a.state, a.updated_at_ms, CAST(CASE WHEN EXISTS (SELECT 1 FROM aip_chunks c WHERE c.tenant = a.tenant \
+             AND c.action_id = a.action_id) THEN 1 ELSE 0 END AS BIGINT) AS has_chunks FROM aip_actions a WHERE a.tenant = $1 AND a.action_id = $2",
+        )
+        .bind(tenant)
+        .bind(action_id)
+        .fetch_optional(store.reader())
+        .await?;
+    let Some(row) = row else { return Ok(false) };
+    let state: String = row.try_get("state")?;
+    let updated: i64 = row.try_get("updated_at_ms")?;
+    let has_chunks: i64 = row.try_get("has_chunks")?;
+    Ok(has_chunks == 0
+        && updated < mark
+        && ActionState::parse(&state).is_some_and(ActionState::is_terminal))
 }
 
 /// Binds the nine `aip_events` insert columns of each event, in row order (both dialects'

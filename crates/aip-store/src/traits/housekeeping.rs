@@ -16,4 +16,10 @@ pub trait HousekeepingStore: Send + Sync + 'static {
 
     /// Removes expired replay claims, idempotency reservations and resume tokens.
     async fn purge_expired(&self, now_ms: i64) -> StoreResult<PurgeReport>;
+
+    /// Removes history past retention: events by age (a prefix of the listing order, whose end is
+    /// remembered so a cursor into it is [`crate::StoreError::CursorExpired`]), and the chunks of
+    /// actions that ended before the cutoff (a chunk cursor of such an action is then expired too).
+    /// Receipts and audit events are never removed.
+    async fn purge_history(&self, cutoffs: RetentionCutoffs) -> StoreResult<HistoryPurge>;
 }
