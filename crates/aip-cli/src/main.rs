@@ -14,6 +14,7 @@ mod conformance;
 mod escalations;
 mod ops;
 mod serve;
+mod settlement;
 mod transactions;
 mod wire;
 
@@ -61,6 +62,9 @@ enum Command {
     /// Callback deliveries on a running server: list, show, re-drive a dead-lettered one.
     #[command(subcommand)]
     Callbacks(callbacks::CallbacksCommand),
+    /// Settlement batches on a running server: close one (signed, receipt-linked) or show one.
+    #[command(subcommand)]
+    Settlement(settlement::SettlementCommand),
     /// Invoke a capability on a running server and print its result (or follow its stream).
     Call(call::CallArgs),
     /// List, show or cancel actions on a running server.
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Command::Escalations(cmd) => escalations::run(cmd),
         Command::Transactions(cmd) => transactions::run(cmd),
         Command::Callbacks(cmd) => callbacks::run(cmd),
+        Command::Settlement(cmd) => settlement::run(cmd),
         Command::Call(args) => call::run(args),
         Command::Actions(cmd) => ops::actions(cmd),
         Command::Events(args) => ops::events(args),

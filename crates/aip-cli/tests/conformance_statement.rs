@@ -118,7 +118,7 @@ fn the_statement_carries_every_member_of_24_1_and_the_docs_hold_the_default_buil
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    assert!(unsupported.contains(&"aip.economic.v1.batch_settlement"));
+    assert!(!unsupported.contains(&"aip.economic.v1.batch_settlement"));
     assert!(!unsupported.contains(&"aip.channel.v1.message_created"));
     assert!(!unsupported.contains(&"aip.channel.v1.conversation_updated"));
     assert!(!unsupported.contains(&"aip.agent.v1.delegation_request"));

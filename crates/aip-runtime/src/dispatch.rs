@@ -56,6 +56,7 @@ pub const SERVED: &[MessageType] = &[
     MessageType::DelegationRequest,
     MessageType::ChannelMessage,
     MessageType::Conversation,
+    MessageType::BatchSettlement,
 ];
 
 impl Runtime {
@@ -239,6 +240,16 @@ impl Runtime {
                         changed_fields: vec!["messages".into()],
                     }),
                 )
+            }
+            // Closing a batch answers with the batch (signed, with its chain: `read_settlement`).
+            B::BatchSettlement(b) => {
+                let view = self.close_settlement(caller, b).await?;
+                let batch =
+                    serde_json::from_value(view.envelope["body"]["batch_settlement"].clone())
+                        .map_err(|_| {
+                            RuntimeError::Internal("a stored settlement batch does not decode")
+                        })?;
+                Reply::done(request, B::BatchSettlement(batch))
             }
             B::Conversation(b) => Reply::done(
                 request,

@@ -32,6 +32,7 @@ pub mod retention;
 mod runtime;
 mod security;
 mod session;
+pub mod settlement;
 mod stream;
 mod transaction;
 mod worker;

@@ -84,6 +84,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "audit_positions",
         sql: include_str!("../migrations/sqlite/0011_audit_positions.sql"),
     },
+    Migration {
+        version: 12,
+        name: "settlements",
+        sql: include_str!("../migrations/sqlite/0012_settlements.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -132,6 +137,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 9,
         name: "audit_positions",
         sql: include_str!("../migrations/postgres/0009_audit_positions.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "settlements",
+        sql: include_str!("../migrations/postgres/0010_settlements.sql"),
     },
 ];
 

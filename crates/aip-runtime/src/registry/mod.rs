@@ -197,6 +197,10 @@ impl Registry {
                 })
                 .transpose()?;
             check_transactions(&id, &mut capability, handler.as_ref())?;
+            // A stated per-call price must be one the settlement can charge (spec 18.4).
+            if let Err(reason) = crate::settlement::per_call(capability.cost.as_ref()) {
+                return Err(AdmissionError::Invalid { id, reason });
+            }
             let approval_tiers = approval_tiers_of(&id, &mut capability, approval_tiers)?;
             approval_excluded_roles.sort();
             approval_excluded_roles.dedup();

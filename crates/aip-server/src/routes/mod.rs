@@ -27,6 +27,7 @@ mod callbacks;
 mod channels;
 mod governance;
 mod resources;
+mod settlements;
 mod transactions;
 
 use callbacks::{deliveries, delivery, redrive};
@@ -35,6 +36,7 @@ use governance::{
     approval, approvals, decide, decisions, escalation, escalations, resolve_escalation,
 };
 use resources::{resource, resources, whoami};
+use settlements::{close_settlement, settlement};
 use transactions::{transaction, transaction_by_action, transaction_by_plan};
 
 /// Media type of a complete envelope (spec 20.1).
@@ -84,6 +86,8 @@ pub fn aip_routes() -> Router<AppState> {
             "/aip/v1/conversations/{conversation_id}/messages",
             get(conversation_messages),
         )
+        .route("/aip/v1/settlements", post(close_settlement))
+        .route("/aip/v1/settlements/{batch_id}", get(settlement))
         .route("/aip/v1/resources", get(resources))
         .route("/aip/v1/resources/{resource_id}", get(resource))
         .route("/aip/v1/escalations", get(escalations))

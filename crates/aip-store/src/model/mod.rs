@@ -41,10 +41,12 @@ macro_rules! string_enum {
 mod callback;
 mod channel;
 mod governance;
+mod settlement;
 mod transaction;
 pub use callback::*;
 pub use channel::*;
 pub use governance::*;
+pub use settlement::*;
 pub use transaction::*;
 
 string_enum!(

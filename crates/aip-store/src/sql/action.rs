@@ -11,6 +11,11 @@ use crate::model::*;
 use crate::traits::ActionStore;
 
 /// One action by id.
+/// The action columns, from `aip_actions a` (for queries that filter with joins).
+pub(super) const SELECT_ACTIONS_AS_A: &str = "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, \
+     a.correlation_id, a.mode, a.state, a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, \
+     a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result FROM aip_actions a";
+
 const SELECT_ACTION: &str = "SELECT action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
      idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
      FROM aip_actions WHERE tenant = $1 AND action_id = $2";
@@ -431,7 +436,7 @@ pub(super) async fn tx_get_action<D: Dialect>(
     tx_get_locked::<D, _>(tx, SELECT_ACTION, &[tenant, action_id], action_record).await
 }
 
-fn action_record(r: &Row) -> StoreResult<ActionRecord> {
+pub(super) fn action_record(r: &Row) -> StoreResult<ActionRecord> {
     let state: String = r.try_get("state")?;
     Ok(ActionRecord {
         action_id: r.try_get("action_id")?,

@@ -23,6 +23,7 @@ mod receipt;
 mod record;
 mod replay;
 mod session;
+mod settlement;
 mod setup;
 mod transaction;
 

@@ -22,6 +22,7 @@ mod receipt;
 mod record;
 mod replay;
 mod session;
+mod settlement;
 mod transaction;
 
 pub use action::ActionStore;
@@ -36,6 +37,7 @@ pub use receipt::ReceiptStore;
 pub use record::RecordStore;
 pub use replay::ReplayStore;
 pub use session::SessionStore;
+pub use settlement::SettlementStore;
 pub use transaction::TransactionStore;
 
 /// Durable state of an AIP runtime: every aggregate's trait. Hold it as `Arc<dyn Store>`; anything
@@ -54,6 +56,7 @@ pub trait Store:
     + TransactionStore
     + CallbackStore
     + ChannelStore
+    + SettlementStore
 {
 }
 
@@ -71,5 +74,6 @@ impl<T> Store for T where
         + TransactionStore
         + CallbackStore
         + ChannelStore
+        + SettlementStore
 {
 }
