@@ -6,7 +6,8 @@ Usage: mcp_upstream_server.py stdio
 
 Tools: `add` (a read with structured output), `record` (a mutation that appends its note to the
 file named by $UPSTREAM_LOG, so a test can count executions), `fail` (answers isError), `slow`
-(sleeps `seconds`), and `hidden` (not in the test's allowlist).
+(sleeps `seconds`), and `hidden` (not in the test's allowlist). Resources: `memo://greeting` (text)
+and `memo://settings` (JSON).
 """
 
 import asyncio
@@ -64,6 +65,16 @@ async def slow(seconds: float) -> Slept:
 def hidden() -> str:
     """Not offered through aip."""
     return "hidden"
+
+
+@server.resource("memo://greeting", title="Greeting", description="A fixed greeting.", mime_type="text/plain")
+def greeting() -> str:
+    return "hello from the upstream"
+
+
+@server.resource("memo://settings", name="settings", mime_type="application/json")
+def settings() -> str:
+    return '{"mode": "test"}'
 
 
 if __name__ == "__main__":

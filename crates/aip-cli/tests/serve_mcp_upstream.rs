@@ -104,6 +104,7 @@ args = ["{script}", "stdio"]
 env = {{ UPSTREAM_LOG = "{log}" }}
 tools = ["add", "record", "fail", "slow"]
 call_timeout_ms = 1500
+resources = true
 [mcp_upstreams.overrides.add]
 side_effects = ["read"]
 risk = "low"
@@ -163,6 +164,50 @@ side_effects = ["read"]
         json!(["write", "external_network"]),
         "conservative default"
     );
+
+    // The stdio upstream's resources are AIP resources, read through it as alice's own action.
+    let (status, listed) = server.client(ALICE).get("/aip/v1/resources").await;
+    assert_eq!(status, 200, "{listed}");
+    let resource_ids: Vec<&str> = listed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        resource_ids,
+        ["mcp:calc:memo://greeting", "mcp:calc:memo://settings"],
+        "{listed}"
+    );
+    assert_eq!(listed["resources"][0]["name"], "Greeting", "{listed}");
+    assert_eq!(
+        listed["resources"][0]["capability_id"],
+        "cap:mcp:calc:resource_read"
+    );
+    let (status, read) = server
+        .client(ALICE)
+        .post(
+            "/aip/v1/messages",
+            &support::envelope(
+                "aip.resource.v1.resource_read_request",
+                json!({ "resource_read_request": { "resource_id": "mcp:calc:memo://greeting" } }),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{read}");
+    assert_eq!(
+        read["body"]["resource_read_result"]["content"][0]["text"], "hello from the upstream",
+        "{read}"
+    );
+    // The reader is read-only and sync; the web upstream offers no resources (not asked to).
+    let reader = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "cap:mcp:calc:resource_read")
+        .unwrap();
+    assert_eq!(reader["contract"]["side_effects"], json!(["read"]));
+    assert!(!resource_ids.iter().any(|i| i.starts_with("mcp:web:")));
 
     // Calls go through admission: a schema violation never reaches the upstream.
     let refused = act(&server, "cap:mcp:calc:add", json!({"a": "x", "b": 2})).await;

@@ -90,11 +90,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     for entry in &config.capabilities {
         entries.push(configured_capability(entry, config, &node)?);
     }
-    entries.extend(
-        crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams)
-            .await
-            .map_err(ServeError::Config)?,
-    );
+    let upstreams = crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams)
+        .await
+        .map_err(ServeError::Config)?;
+    entries.extend(upstreams.capabilities);
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).
@@ -137,7 +136,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     } else {
         None
     };
-    let resources = configured_resources(config, |id| registry.get(id).map(|c| &c.capability))?;
+    let mut resources = configured_resources(config, |id| registry.get(id).map(|c| &c.capability))?;
+    resources.extend(upstreams.resources);
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let mut trusted_signers = HashMap::new();

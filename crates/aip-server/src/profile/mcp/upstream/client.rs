@@ -120,6 +120,15 @@ impl Upstream {
 
     /// Every tool the server lists (following `nextCursor`, at most 1000 tools).
     pub async fn list_tools(&self) -> Result<Vec<Value>, UpstreamError> {
+        self.list_all("tools/list", "tools").await
+    }
+
+    /// Every resource the server lists (following `nextCursor`, at most 1000).
+    pub async fn list_resources(&self) -> Result<Vec<Value>, UpstreamError> {
+        self.list_all("resources/list", "resources").await
+    }
+
+    async fn list_all(&self, method: &str, member: &str) -> Result<Vec<Value>, UpstreamError> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..20 {
@@ -127,8 +136,8 @@ impl Upstream {
                 Some(c) => json!({ "cursor": c }),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, SETUP_TIMEOUT).await?;
-            if let Some(list) = page.get("tools").and_then(Value::as_array) {
+            let page = self.request(method, params, SETUP_TIMEOUT).await?;
+            if let Some(list) = page.get(member).and_then(Value::as_array) {
                 tools.extend(list.iter().cloned());
             }
             cursor = page

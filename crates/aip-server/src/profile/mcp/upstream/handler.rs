@@ -126,3 +126,62 @@ fn project(result: &Value) -> Result<HandlerOutput, HandlerError> {
     };
     Ok(HandlerOutput { output })
 }
+
+/// Reads one resource of one upstream (`resources/read`): the capability that produces the
+/// upstream's resources offered as AIP resources (`resources = true`). Read-only, so a lost call is
+/// retryable, never uncertain.
+pub struct ResourceHandler {
+    /// The tool-shaped caller (its failure mapping), with `tool` = `resources/read`.
+    pub(super) reader: ToolHandler,
+    /// The AIP resource id prefix of this upstream's resources (`mcp:<name>:`).
+    pub(super) id_prefix: String,
+}
+
+#[async_trait]
+impl ActionHandler for ResourceHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync]),
+            cancellable: true,
+            mutation: false,
+            transactions: None,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let uri = input
+            .get("resource_id")
+            .and_then(Value::as_str)
+            .and_then(|id| id.strip_prefix(&self.id_prefix))
+            .ok_or_else(|| HandlerError::Failed {
+                code: ErrorCode::InvalidInput.as_str().into(),
+                message: format!("not a resource of upstream {}", self.reader.upstream.name),
+                retryable: false,
+            })?;
+        let timeout = self.reader.timeout.min(ctx.remaining());
+        let result = self
+            .reader
+            .upstream
+            .request("resources/read", json!({ "uri": uri }), timeout)
+            .await
+            .map_err(|e| self.reader.failure(e))?;
+        let contents = result
+            .get("contents")
+            .and_then(Value::as_array)
+            .ok_or_else(|| HandlerError::Failed {
+                code: ErrorCode::ConnectorProtocol.as_str().into(),
+                message: "resources/read answered without contents".into(),
+                retryable: false,
+            })?;
+        // One text content is the text itself; anything else is the contents as JSON.
+        let output = match contents.as_slice() {
+            [one] if one.get("text").is_some_and(Value::is_string) => one["text"].clone(),
+            _ => Value::Array(contents.clone()),
+        };
+        Ok(HandlerOutput { output })
+    }
+}

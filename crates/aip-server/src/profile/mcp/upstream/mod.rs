@@ -56,7 +56,24 @@ pub struct UpstreamConfig {
     /// Per-tool contract overrides, by tool name.
     #[serde(default)]
     pub overrides: BTreeMap<String, ToolOverride>,
+    /// Offer the server's resources (`resources/list` at startup) as AIP resources with ids
+    /// `mcp:<name>:<uri>`, read through the server by the read-only capability
+    /// `<prefix>resource_read`: only principals that may invoke it see them.
+    #[serde(default)]
+    pub resources: bool,
 }
+
+/// The capabilities and resources the upstream servers offer.
+#[derive(Default)]
+pub struct Offered {
+    /// One capability per allowed tool, and each resource reader.
+    pub capabilities: Vec<CapabilityEntry>,
+    /// The servers' resources, produced by their readers.
+    pub resources: Vec<aip_runtime::resource::ResourceEntry>,
+}
+
+/// The capability suffix of an upstream's resource reader.
+const RESOURCE_READER: &str = "resource_read";
 
 fn default_call_timeout_ms() -> u64 {
     30_000
@@ -84,8 +101,8 @@ pub struct ToolOverride {
 /// Connects every upstream and returns its tools as capabilities. An upstream that cannot be
 /// reached, a listed tool it does not offer, or a tool whose schema cannot be admitted stops
 /// startup with a message naming it.
-pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Vec<CapabilityEntry>, String> {
-    let mut entries = Vec::new();
+pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Offered, String> {
+    let mut offered = Offered::default();
     for config in configs {
         let endpoint = endpoint(config)?;
         let upstream = Upstream::new(config.name.clone(), endpoint);
@@ -131,13 +148,101 @@ pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Vec<CapabilityEn
                 mutation,
                 timeout: Duration::from_millis(config.call_timeout_ms),
             };
-            entries.push(CapabilityEntry::from((
+            offered.capabilities.push(CapabilityEntry::from((
                 capability,
                 Arc::new(handler) as Arc<dyn aip_runtime::handler::ActionHandler>,
             )));
         }
+        if config.resources {
+            resources(config, &prefix, &upstream, &mut offered).await?;
+        }
     }
-    Ok(entries)
+    Ok(offered)
+}
+
+/// The upstream's resources as AIP resources, and the read-only capability that reads them.
+async fn resources(
+    config: &UpstreamConfig,
+    prefix: &str,
+    upstream: &Arc<Upstream>,
+    offered: &mut Offered,
+) -> Result<(), String> {
+    use aip_runtime::resource::{ResourceContent, ResourceEntry};
+    let name = &config.name;
+    if config
+        .tools
+        .as_ref()
+        .is_some_and(|t| t.iter().any(|t| t == RESOURCE_READER))
+    {
+        return Err(format!(
+            "mcp_upstreams {name}: a tool named {RESOURCE_READER} collides with the resource reader"
+        ));
+    }
+    let listed = upstream
+        .list_resources()
+        .await
+        .map_err(|e| format!("mcp_upstreams {name}: resources/list: {e}"))?;
+    let reader_tool = json!({ "name": RESOURCE_READER,
+        "title": format!("Read a resource of {name}"),
+        "description": format!("Reads one resource of the upstream MCP server {name} (resources/read)."),
+        "inputSchema": { "type": "object", "properties": { "resource_id": { "type": "string" } },
+                         "required": ["resource_id"] } });
+    let read_only = ToolOverride {
+        side_effects: Some(vec![SideEffect::Read]),
+        risk: Some(RiskLevel::Low),
+        ..ToolOverride::default()
+    };
+    let (mut reader, _) = capability(prefix, &reader_tool, &read_only)
+        .map_err(|e| format!("mcp_upstreams {name}: resource reader: {e}"))?;
+    if let Some(contract) = reader.contract.as_mut() {
+        // Read as the reader's own sync action (spec 9.7 produced content).
+        contract.execution.supports_async = false;
+        contract.execution.expected_completion = aip_core::ExpectedCompletionMode::Sync;
+    }
+    let reader_id = reader.id.clone();
+    let id_prefix = format!("mcp:{name}:");
+    for item in &listed {
+        let Some(uri) = item.get("uri").and_then(Value::as_str) else {
+            return Err(format!(
+                "mcp_upstreams {name}: a listed resource has no uri"
+            ));
+        };
+        let id = format!("{id_prefix}{uri}");
+        if id.len() > 256 {
+            return Err(format!(
+                "mcp_upstreams {name}: resource {uri} makes an id longer than 256 characters"
+            ));
+        }
+        let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
+        let resource: aip_core::Resource = serde_json::from_value(json!({
+            "id": id,
+            "name": text("title").or_else(|| text("name")).unwrap_or_else(|| uri.to_owned()),
+            "kind": "mcp.resource",
+            "capability_id": reader_id,
+            "description": text("description"),
+            "mime_type": text("mimeType"),
+            "access": { "public": true },
+        }))
+        .map_err(|e| format!("mcp_upstreams {name}: resource {uri}: {e}"))?;
+        offered.resources.push(ResourceEntry {
+            resource,
+            content: ResourceContent::Produced(reader_id.clone()),
+        });
+    }
+    let handler = handler::ResourceHandler {
+        reader: handler::ToolHandler {
+            upstream: Arc::clone(upstream),
+            tool: "resources/read".into(),
+            mutation: false,
+            timeout: Duration::from_millis(config.call_timeout_ms),
+        },
+        id_prefix,
+    };
+    offered.capabilities.push(CapabilityEntry::from((
+        reader,
+        Arc::new(handler) as Arc<dyn aip_runtime::handler::ActionHandler>,
+    )));
+    Ok(())
 }
 
 fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
