@@ -53,6 +53,9 @@ impl JobKind for Housekeeping {
 
     async fn run(&self, runtime: &Arc<Runtime>, lease: &Lease) -> Result<(), RuntimeError> {
         let now = now_ms();
+        // The next period's job first: a purge that keeps failing (and this job with it) does not
+        // end housekeeping.
+        runtime.schedule_housekeeping(now).await?;
         let policy = &runtime.config().retention;
         let before = |keep: Option<u64>| {
             keep.map(|ms| now.saturating_sub(i64::try_from(ms).unwrap_or(i64::MAX)))
@@ -74,7 +77,7 @@ impl JobKind for Housekeeping {
             "housekeeping purged"
         );
         runtime.store().complete_job(&lease.fence, now_ms()).await?;
-        runtime.schedule_housekeeping(now).await
+        Ok(())
     }
 
     async fn failed(&self, runtime: &Arc<Runtime>, lease: &Lease, error: RuntimeError) {
