@@ -150,7 +150,20 @@ impl Caller {
         self.has(SCOPE_ALL) || self.has(SCOPE_AUDIT_READ)
     }
 
-    fn has(&self, scope: &str) -> bool {
+    /// Refuses an identity context naming a tenant other than the caller's (a request-supplied
+    /// tenant is a selector, never authority: spec 22.6).
+    pub(crate) fn check_identity_tenant(
+        &self,
+        identity: Option<&aip_core::IdentityContext>,
+    ) -> Result<(), crate::error::RuntimeError> {
+        match identity.and_then(|i| i.tenant.as_ref()) {
+            Some(t) if t.id != self.tenant => Err(crate::error::RuntimeError::ForeignTenant),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the caller holds `scope` itself (not through `*`).
+    pub(crate) fn has(&self, scope: &str) -> bool {
         self.scopes.iter().any(|s| s == scope)
     }
 }

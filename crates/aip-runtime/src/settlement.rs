@@ -70,9 +70,7 @@ pub struct SettlementView {
 
 impl Caller {
     fn may_settle(&self) -> bool {
-        self.scopes
-            .iter()
-            .any(|s| s == SCOPE_ALL || s == SCOPE_SETTLEMENT)
+        self.has(SCOPE_ALL) || self.has(SCOPE_SETTLEMENT)
     }
 }
 

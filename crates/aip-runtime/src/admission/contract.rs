@@ -79,14 +79,10 @@ fn unsupported_context(
     if let Some(context) = refused {
         return Err(RuntimeError::UnsupportedContext(context));
     }
+    caller.check_identity_tenant(action.identity.as_ref())?;
     let Some(identity) = &action.identity else {
         return Ok(());
     };
-    if let Some(tenant) = &identity.tenant
-        && tenant.id != caller.tenant
-    {
-        return Err(RuntimeError::ForeignTenant);
-    }
     let only_tenant = identity.external_account.is_none()
         && identity.external_user.is_none()
         && identity.human_actor.is_none()

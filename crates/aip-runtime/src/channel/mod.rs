@@ -87,19 +87,15 @@ pub struct ChannelRecorded {
 impl Caller {
     /// Whether the caller may record channel messages and conversation updates.
     pub fn may_write_channels(&self) -> bool {
-        self.scopes
-            .iter()
-            .any(|s| s == SCOPE_ALL || s == SCOPE_CHANNEL_WRITE)
+        self.has(SCOPE_ALL) || self.has(SCOPE_CHANNEL_WRITE)
     }
 
     fn reads_all_conversations(&self) -> bool {
-        self.reads_whole_tenant() || self.scopes.iter().any(|s| s == SCOPE_CHANNEL_READ)
+        self.reads_whole_tenant() || self.has(SCOPE_CHANNEL_READ)
     }
 
     fn reads_raw_payloads(&self) -> bool {
-        self.scopes
-            .iter()
-            .any(|s| s == SCOPE_ALL || s == SCOPE_CHANNEL_RAW)
+        self.has(SCOPE_ALL) || self.has(SCOPE_CHANNEL_RAW)
     }
 }
 
@@ -118,7 +114,7 @@ impl Runtime {
                 "recording channel messages (it needs {SCOPE_CHANNEL_WRITE})"
             )));
         }
-        check_identity_tenant(caller, message.identity.as_ref())?;
+        caller.check_identity_tenant(message.identity.as_ref())?;
         let policy = &self.config().channels;
         let conversation = conversation_write(caller, &message.conversation)?;
         let delivery = match delivery_id {
@@ -200,7 +196,7 @@ impl Runtime {
                 "updating conversations (it needs {SCOPE_CHANNEL_WRITE})"
             )));
         }
-        check_identity_tenant(caller, update.identity.as_ref())?;
+        caller.check_identity_tenant(update.identity.as_ref())?;
         if update.changed_fields.len() > MAX_LABELS
             || update.changed_fields.iter().any(|f| f.len() > MAX_ID_CHARS)
         {
@@ -225,17 +221,6 @@ impl Runtime {
             ChannelWrite::Recorded(record) => read::conversation(&record.body),
             ChannelWrite::Replayed => Err(RuntimeError::Replay),
         }
-    }
-}
-
-/// An identity context may only name the caller's own tenant (spec 22.6).
-fn check_identity_tenant(
-    caller: &Caller,
-    identity: Option<&aip_core::IdentityContext>,
-) -> Result<(), RuntimeError> {
-    match identity.and_then(|i| i.tenant.as_ref()) {
-        Some(t) if t.id != caller.tenant => Err(RuntimeError::ForeignTenant),
-        _ => Ok(()),
     }
 }
 
