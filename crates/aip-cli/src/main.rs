@@ -13,6 +13,7 @@ mod client;
 mod conformance;
 mod escalations;
 mod ops;
+mod retention;
 mod serve;
 mod settlement;
 mod transactions;
@@ -50,6 +51,9 @@ enum Command {
     /// Verify receipt chains (spec 18.2).
     #[command(subcommand)]
     Receipts(wire::ReceiptsCommand),
+    /// Evidence archives written by retention: verify one.
+    #[command(subcommand)]
+    Retention(retention::RetentionCommand),
     /// The approver's tool: list, show, approve, deny or revoke approvals on a running server.
     #[command(subcommand)]
     Approvals(approvals::ApprovalsCommand),
@@ -97,6 +101,7 @@ fn main() -> ExitCode {
         Command::Keys(cmd) => wire::keys(&cmd),
         Command::Envelope(cmd) => wire::envelope(&cmd),
         Command::Receipts(cmd) => wire::receipts(&cmd),
+        Command::Retention(cmd) => retention::run(cmd),
         Command::Approvals(cmd) => approvals::run(cmd),
         Command::Escalations(cmd) => escalations::run(cmd),
         Command::Transactions(cmd) => transactions::run(cmd),

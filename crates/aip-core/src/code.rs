@@ -237,6 +237,8 @@ error_codes! {
     InvalidCursor = "aip.read.invalid_cursor", Permanent;
     /// The cursor points into history that retention purged (spec 16.2): read again without it.
     CursorExpired = "aip.read.cursor_expired", Permanent;
+    /// What was asked for was removed by retention (spec 16.2, 18.2); the answer names its archive.
+    Purged = "aip.read.purged", Permanent;
     // ---- security (spec 22.2-22.3) ----
     /// The envelope signature is missing, invalid, or its signer is not trusted.
     SecuritySignatureInvalid = "aip.security.signature_invalid", Auth;

@@ -82,6 +82,14 @@ pub enum RuntimeError {
     /// The cursor points into history that retention purged (spec 16.2).
     #[error("the cursor is past retention: the history after it was purged; read again without it")]
     CursorExpired,
+    /// What was asked for was purged by retention; `archive` names the file that holds it.
+    #[error("the {what} was purged by retention{}", archive.as_deref().map(|a| format!("; it is archived in {a}")).unwrap_or_else(|| " without an archive".into()))]
+    Purged {
+        /// What (a receipt chain).
+        what: &'static str,
+        /// The archive's file name, when one was written.
+        archive: Option<String>,
+    },
     /// The envelope signature is missing, malformed or invalid, or its signer is not trusted (spec 22.2).
     #[error("envelope signature rejected: {0}")]
     Signature(&'static str),
@@ -347,6 +355,7 @@ impl RuntimeError {
             RuntimeError::InvalidQuery(_) => ErrorCode::InvalidQuery,
             RuntimeError::InvalidCursor => ErrorCode::InvalidCursor,
             RuntimeError::CursorExpired => ErrorCode::CursorExpired,
+            RuntimeError::Purged { .. } => ErrorCode::Purged,
             RuntimeError::Signature(_) => ErrorCode::SecuritySignatureInvalid,
             RuntimeError::ClockSkew => ErrorCode::ClockSkew,
             RuntimeError::Replay => ErrorCode::Replay,

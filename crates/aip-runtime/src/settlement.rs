@@ -147,7 +147,18 @@ impl Runtime {
                 .store()
                 .list_receipts(&action.tenant, &action.action_id, Limit::max())
                 .await?;
-            let root = aip_core::receipts::root_hash(receipts.iter().map(|r| r.hash.as_str()));
+            // A chain purged by retention is still named by the root its tombstone kept.
+            let purged = match receipts.is_empty() {
+                true => self
+                    .store()
+                    .chain_tombstone(&action.tenant, &action.action_id)
+                    .await?
+                    .map(|t| t.root_hash),
+                false => None,
+            };
+            let root = purged.unwrap_or_else(|| {
+                aip_core::receipts::root_hash(receipts.iter().map(|r| r.hash.as_str()))
+            });
             let total = totals
                 .entry((account.clone(), price.currency.clone()))
                 .or_default();

@@ -184,7 +184,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         reconcile_after_ms: limits.reconcile_after_ms,
         callbacks: config.callbacks.policy(),
         channels: config.channels.policy(),
-        retention: config.retention.policy(),
+        retention: config.retention.policy(&config.data_dir),
         delegation: crate::peers::policy(&config.delegation, &config.peers),
         node_key: Some(Arc::clone(&node.key)),
     };

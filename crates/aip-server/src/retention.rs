@@ -1,6 +1,9 @@
 //! The `[retention]` section: how long events and stream chunks are kept (spec 16.2, 22.9), and how
 //! often the housekeeping job purges them (with expired replay claims, idempotency reservations and
-//! resume tokens). Receipts and audit events are kept.
+//! resume tokens). Receipts and audit events are kept unless `receipts_secs` / `audit_secs` are set:
+//! then they are archived to `archive_dir` (signed by the node key) before they are purged.
+
+use std::path::{Path, PathBuf};
 
 use aip_runtime::retention::RetentionPolicy;
 use serde::Deserialize;
@@ -20,6 +23,20 @@ pub struct RetentionConfig {
     /// Seconds between housekeeping runs (1..=86400).
     #[serde(default = "default_interval")]
     pub purge_interval_secs: u64,
+    /// Keep audit events this many seconds, then archive and purge them; unset keeps them.
+    #[serde(default)]
+    pub audit_secs: Option<u64>,
+    /// Keep the receipt chains of ended actions this many seconds, then archive and purge them;
+    /// unset keeps them.
+    #[serde(default)]
+    pub receipts_secs: Option<u64>,
+    /// Where evidence archives are written (relative to `data_dir`); needed by `audit_secs` and
+    /// `receipts_secs` unless `purge_unarchived` is set.
+    #[serde(default)]
+    pub archive_dir: Option<PathBuf>,
+    /// Purge audit events and receipts without an archive: evidence is then gone for good.
+    #[serde(default)]
+    pub purge_unarchived: bool,
 }
 
 impl Default for RetentionConfig {
@@ -28,6 +45,10 @@ impl Default for RetentionConfig {
             events_secs: None,
             chunks_secs: None,
             purge_interval_secs: default_interval(),
+            audit_secs: None,
+            receipts_secs: None,
+            archive_dir: None,
+            purge_unarchived: false,
         }
     }
 }
@@ -46,21 +67,48 @@ impl RetentionConfig {
         }
         // Ten years at most: beyond that "keep" is what is meant, and the arithmetic stays exact.
         let too_long = |v: Option<u64>| v.is_some_and(|s| s == 0 || s > 315_360_000);
-        if too_long(self.events_secs) || too_long(self.chunks_secs) {
+        if [
+            self.events_secs,
+            self.chunks_secs,
+            self.audit_secs,
+            self.receipts_secs,
+        ]
+        .into_iter()
+        .any(too_long)
+        {
             return Err(ConfigError::Invalid(
-                "retention: events_secs and chunks_secs must be 1..=315360000 (or unset to keep)"
+                "retention: events_secs, chunks_secs, audit_secs and receipts_secs must be \
+                 1..=315360000 (or unset to keep)"
                     .into(),
             ));
         }
-        Ok(())
+        let evidence = self.audit_secs.is_some() || self.receipts_secs.is_some();
+        match (&self.archive_dir, self.purge_unarchived) {
+            (Some(_), true) => Err(ConfigError::Invalid(
+                "retention: archive_dir and purge_unarchived exclude each other".into(),
+            )),
+            (None, false) if evidence => Err(ConfigError::Invalid(
+                "retention: audit_secs and receipts_secs need archive_dir (evidence is archived \
+                 before it is purged), or purge_unarchived = true to drop it for good"
+                    .into(),
+            )),
+            (Some(dir), _) if dir.as_os_str().is_empty() => Err(ConfigError::Invalid(
+                "retention: archive_dir is empty".into(),
+            )),
+            _ => Ok(()),
+        }
     }
 
-    /// The runtime's policy.
-    pub fn policy(&self) -> RetentionPolicy {
+    /// The runtime's policy; a relative `archive_dir` is under `data_dir`.
+    pub fn policy(&self, data_dir: &Path) -> RetentionPolicy {
         RetentionPolicy {
             events_ms: self.events_secs.map(|s| s * 1000),
             chunks_ms: self.chunks_secs.map(|s| s * 1000),
             interval_ms: self.purge_interval_secs * 1000,
+            audit_ms: self.audit_secs.map(|s| s * 1000),
+            receipts_ms: self.receipts_secs.map(|s| s * 1000),
+            archive_dir: self.archive_dir.as_ref().map(|d| data_dir.join(d)),
+            purge_unarchived: self.purge_unarchived,
         }
     }
 }

@@ -40,7 +40,7 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),
         ErrorCode::UnsupportedMediaType => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         // What the cursor pointed at is gone for good.
-        ErrorCode::CursorExpired => Some(StatusCode::GONE),
+        ErrorCode::CursorExpired | ErrorCode::Purged => Some(StatusCode::GONE),
         _ => None,
     };
     specific.unwrap_or_else(|| {

@@ -89,6 +89,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "settlements",
         sql: include_str!("../migrations/sqlite/0012_settlements.sql"),
     },
+    Migration {
+        version: 13,
+        name: "evidence_retention",
+        sql: include_str!("../migrations/sqlite/0013_evidence_retention.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -142,6 +147,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 10,
         name: "settlements",
         sql: include_str!("../migrations/postgres/0010_settlements.sql"),
+    },
+    Migration {
+        version: 11,
+        name: "evidence_retention",
+        sql: include_str!("../migrations/postgres/0011_evidence_retention.sql"),
     },
 ];
 

@@ -98,6 +98,7 @@ suite!(
     a_channel_message_upserts_its_conversation_and_a_replayed_delivery_writes_nothing,
     conversations_are_seen_by_their_connector_assignee_contact_and_tenant_readers,
     history_past_retention_is_purged_and_a_cursor_into_it_is_expired,
+    evidence_is_removed_only_by_its_purge_and_a_purged_chain_leaves_a_tombstone,
     a_settlement_claims_each_completed_action_once_with_its_receipts,
 );
 

@@ -52,7 +52,23 @@ impl Runtime {
             {
                 views::chain(chain_id, &records)
             }
-            _ => Err(RuntimeError::NotFound("receipt chain")),
+            Some(_) => Err(RuntimeError::NotFound("receipt chain")),
+            // Purged by retention: a reader who could read it learns where it went.
+            None => match self
+                .store()
+                .chain_tombstone(&caller.tenant, chain_id)
+                .await?
+            {
+                Some(t)
+                    if caller.may_read(&t.tenant, t.principal.as_deref().unwrap_or_default()) =>
+                {
+                    Err(RuntimeError::Purged {
+                        what: "receipt chain",
+                        archive: t.archive,
+                    })
+                }
+                _ => Err(RuntimeError::NotFound("receipt chain")),
+            },
         }
     }
 

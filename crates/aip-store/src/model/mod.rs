@@ -41,11 +41,13 @@ macro_rules! string_enum {
 mod callback;
 mod channel;
 mod governance;
+mod retention;
 mod settlement;
 mod transaction;
 pub use callback::*;
 pub use channel::*;
 pub use governance::*;
+pub use retention::*;
 pub use settlement::*;
 pub use transaction::*;
 

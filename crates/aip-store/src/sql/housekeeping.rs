@@ -5,7 +5,10 @@ use async_trait::async_trait;
 use super::{Dialect, SqlStore};
 use crate::db::{Tx, query};
 use crate::error::{StoreError, StoreResult};
-use crate::model::{ActionState, Backend, HistoryPurge, PurgeReport, RetentionCutoffs};
+use crate::model::{
+    ActionState, Backend, ChainTombstone, DueEvidence, EvidenceCutoffs, EvidencePurge,
+    EvidencePurged, HistoryPurge, PurgeReport, RetentionCutoffs,
+};
 use crate::traits::HousekeepingStore;
 
 #[async_trait]
@@ -84,6 +87,22 @@ impl<D: Dialect> HousekeepingStore for SqlStore<D> {
         })
         .await
     }
+
+    async fn due_evidence(&self, cutoffs: EvidenceCutoffs) -> StoreResult<DueEvidence> {
+        super::evidence::due(self, cutoffs).await
+    }
+
+    async fn purge_evidence(&self, purge: EvidencePurge) -> StoreResult<EvidencePurged> {
+        super::evidence::purge(self, purge).await
+    }
+
+    async fn chain_tombstone(
+        &self,
+        tenant: &str,
+        chain_id: &str,
+    ) -> StoreResult<Option<ChainTombstone>> {
+        super::evidence::tombstone(self, tenant, chain_id).await
+    }
 }
 
 /// `aip_meta` mark: the last event position purged.
@@ -92,7 +111,7 @@ pub(super) const EVENTS_PURGED_THROUGH: &str = "events_purged_through";
 pub(super) const CHUNKS_PURGED_BEFORE: &str = "chunks_purged_before_ms";
 
 /// The terminal action states as SQL literals (constants, never input).
-fn ended_states() -> String {
+pub(super) fn ended_states() -> String {
     ActionState::ALL
         .iter()
         .filter(|s| s.is_terminal())
@@ -102,7 +121,7 @@ fn ended_states() -> String {
 }
 
 /// Raises an `aip_meta` mark to `value` (never lowers it).
-async fn raise_mark(tx: &mut dyn Tx, name: &str, value: i64) -> StoreResult<()> {
+pub(super) async fn raise_mark(tx: &mut dyn Tx, name: &str, value: i64) -> StoreResult<()> {
     let current = mark_in(&mut *tx, name).await?;
     if current.is_some_and(|c| c >= value) {
         return Ok(());

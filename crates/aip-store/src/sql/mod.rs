@@ -16,6 +16,7 @@ mod channel;
 mod dialect;
 mod escalation;
 mod event;
+mod evidence;
 mod housekeeping;
 mod job;
 mod page;

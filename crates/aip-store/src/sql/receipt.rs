@@ -46,9 +46,9 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         limit: Limit,
     ) -> StoreResult<Vec<ReceiptRecord>> {
         let found = query(
-            "SELECT receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body \
-             FROM aip_receipts WHERE tenant = $3 AND chain_id = $1 ORDER BY position LIMIT $2",
-        )
+            format!(
+            "SELECT {RECEIPT_COLUMNS} FROM aip_receipts WHERE tenant = $3 AND chain_id = $1 ORDER BY position LIMIT $2"
+        ))
         .bind(chain_id)
         .bind(limit.as_i64())
         .bind(tenant)
@@ -58,10 +58,9 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
     }
 
     async fn get_receipt(&self, receipt_id: &str) -> StoreResult<Option<ReceiptRecord>> {
-        let row = query(
-            "SELECT receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body \
-             FROM aip_receipts WHERE receipt_id = $1",
-        )
+        let row = query(format!(
+            "SELECT {RECEIPT_COLUMNS} FROM aip_receipts WHERE receipt_id = $1"
+        ))
         .bind(receipt_id)
         .fetch_optional(self.reader())
         .await?;
@@ -101,6 +100,14 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
             scope.push(opt_part(q.transaction_id.as_deref()));
         }
         let page = ListCursor::open(&self.key, CursorKind::Audit, scope, cursor)?;
+        // A cursor before the purge horizon would silently skip purged audit events (spec 16.2).
+        if page.after > 0
+            && super::housekeeping::mark(self, super::evidence::AUDIT_PURGED_THROUGH)
+                .await?
+                .is_some_and(|horizon| page.after < horizon)
+        {
+            return Err(StoreError::CursorExpired);
+        }
         let found = query(
             "SELECT seq, pos, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
              WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) \
@@ -149,6 +156,12 @@ pub(super) async fn tx_append_receipts(
             chain_id: first.chain_id.clone(),
         };
         let start: i64 = match first.previous_hash.as_deref() {
+            // A purged chain is never restarted under the same id.
+            None if super::evidence::tx_chain_purged(&mut *tx, &first.tenant, &first.chain_id)
+                .await? =>
+            {
+                return Err(conflict());
+            }
             None => 0,
             Some(prev) => {
                 let last = query(
@@ -216,7 +229,10 @@ pub(super) async fn tx_append_receipts(
     Ok(positions)
 }
 
-fn receipt_record(r: &Row) -> StoreResult<ReceiptRecord> {
+/// The columns [`receipt_record`] reads.
+pub(super) const RECEIPT_COLUMNS: &str = "receipt_id, chain_id, position, tenant, principal, action_id, receipt_type, hash, previous_hash, created_at_ms, body";
+
+pub(super) fn receipt_record(r: &Row) -> StoreResult<ReceiptRecord> {
     Ok(ReceiptRecord {
         receipt_id: r.try_get("receipt_id")?,
         chain_id: r.try_get("chain_id")?,

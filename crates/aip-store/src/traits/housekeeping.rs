@@ -20,6 +20,23 @@ pub trait HousekeepingStore: Send + Sync + 'static {
     /// Removes history past retention: events by age (a prefix of the listing order, whose end is
     /// remembered so a cursor into it is [`crate::StoreError::CursorExpired`]), and the chunks of
     /// actions that ended before the cutoff (a chunk cursor of such an action is then expired too).
-    /// Receipts and audit events are never removed.
+    /// Receipts and audit events are not touched (see [`Self::purge_evidence`]).
     async fn purge_history(&self, cutoffs: RetentionCutoffs) -> StoreResult<HistoryPurge>;
+
+    /// Evidence past retention, for the runtime to archive: a prefix of the audit log and whole
+    /// receipt chains of actions that ended before the cutoff (never a chain of a live action).
+    async fn due_evidence(&self, cutoffs: EvidenceCutoffs) -> StoreResult<DueEvidence>;
+
+    /// Removes archived evidence in one transaction: the audit prefix (remembered, so an audit
+    /// cursor into it is [`crate::StoreError::CursorExpired`]) and each chain still ending at its
+    /// archived head, leaving a [`ChainTombstone`]; appends the purge's own audit events. Receipts
+    /// and audit events stay undeletable by anything else.
+    async fn purge_evidence(&self, purge: EvidencePurge) -> StoreResult<EvidencePurged>;
+
+    /// What is left of a purged receipt chain.
+    async fn chain_tombstone(
+        &self,
+        tenant: &str,
+        chain_id: &str,
+    ) -> StoreResult<Option<ChainTombstone>>;
 }

@@ -1,12 +1,14 @@
 //! Retention (spec 16.2, 22.9): events and stream chunks are kept for a configured time, then purged
 //! by a housekeeping job on the generic leased worker, together with expired replay claims,
-//! idempotency reservations and resume tokens. Receipts and audit events are never purged. A cursor
+//! idempotency reservations and resume tokens. Receipts and audit events are kept unless a
+//! retention is configured for them too; then they are archived first ([`archive`]). A cursor
 //! that points into purged history is refused with `aip.read.cursor_expired` instead of silently
 //! skipping what is gone.
 //!
 //! The job is one per period: its id names the period, so every node enqueues the same job and one
 //! node runs it under a lease; each run enqueues the next period's.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use aip_store::{Lease, NewJob, RetentionCutoffs, StoreError};
@@ -17,6 +19,8 @@ use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::runtime::Runtime;
 use crate::worker::JobKind;
+
+pub mod archive;
 
 /// The queue of housekeeping jobs.
 pub const HOUSEKEEPING_QUEUE: &str = "housekeeping";
@@ -30,6 +34,15 @@ pub struct RetentionPolicy {
     pub chunks_ms: Option<u64>,
     /// How often the housekeeping job runs (also purging expired claims and tokens).
     pub interval_ms: u64,
+    /// Audit events older than this are archived, then purged; `None` keeps them.
+    pub audit_ms: Option<u64>,
+    /// Receipt chains of actions that ended longer ago than this are archived, then purged;
+    /// `None` keeps them.
+    pub receipts_ms: Option<u64>,
+    /// Where evidence archives are written.
+    pub archive_dir: Option<PathBuf>,
+    /// Purge evidence without writing an archive (an explicit, separate choice).
+    pub purge_unarchived: bool,
 }
 
 impl Default for RetentionPolicy {
@@ -38,6 +51,10 @@ impl Default for RetentionPolicy {
             events_ms: None,
             chunks_ms: None,
             interval_ms: 300_000,
+            audit_ms: None,
+            receipts_ms: None,
+            archive_dir: None,
+            purge_unarchived: false,
         }
     }
 }
@@ -57,9 +74,7 @@ impl JobKind for Housekeeping {
         // end housekeeping.
         runtime.schedule_housekeeping(now).await?;
         let policy = &runtime.config().retention;
-        let before = |keep: Option<u64>| {
-            keep.map(|ms| now.saturating_sub(i64::try_from(ms).unwrap_or(i64::MAX)))
-        };
+        let before = |keep: Option<u64>| before(now, keep);
         let expired = runtime.store().purge_expired(now).await?;
         let history = runtime
             .store()
@@ -68,9 +83,13 @@ impl JobKind for Housekeeping {
                 chunks_before_ms: before(policy.chunks_ms),
             })
             .await?;
+        let evidence = runtime.purge_evidence(now).await?;
         tracing::info!(
             events = history.events,
             chunks = history.chunks,
+            audit_events = evidence.audit,
+            receipt_chains = evidence.chains,
+            receipts = evidence.receipts,
             replay_claims = expired.replay_claims,
             idempotency_reservations = expired.idempotency_reservations,
             resume_tokens = expired.resume_tokens,
@@ -87,6 +106,11 @@ impl JobKind for Housekeeping {
     async fn sweep(&self, _runtime: &Arc<Runtime>) -> Result<(), RuntimeError> {
         Ok(())
     }
+}
+
+/// The cutoff time for a retention of `keep` ms at `now`.
+fn before(now: i64, keep: Option<u64>) -> Option<i64> {
+    keep.map(|ms| now.saturating_sub(i64::try_from(ms).unwrap_or(i64::MAX)))
 }
 
 impl Runtime {
