@@ -486,6 +486,40 @@ async fn connectors_record_messages_once_and_readers_see_only_their_conversation
 }
 
 #[tokio::test]
+async fn a_late_delivery_with_an_older_state_is_recorded_without_rolling_the_conversation_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config(dir.path())), &[]);
+    let connector = server.client(CONNECTOR);
+    let conv = support::id("conv_");
+    let parts = json!([{ "type": "text", "text": "hello" }]);
+    let mut resolved = conversation(&conv, None);
+    resolved["status"] = json!("resolved");
+    let (status, reply) = post(
+        &connector,
+        &created(message(resolved, "d-new", parts.clone())),
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    // Sent a minute earlier (within the clock skew), delivered later, with the older status.
+    let mut late = created(message(conversation(&conv, None), "d-old", parts));
+    let minute_ago = aip_core::Timestamp::now().unix_millis().unwrap() - 60_000;
+    late["sent_at"] = json!(aip_core::Timestamp::from_unix_millis(minute_ago).unwrap());
+    let (status, reply) = post(&connector, &late).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["conversation"]["conversation"]["status"], "resolved",
+        "{reply}"
+    );
+    let (status, view) = server
+        .client(AUDITOR)
+        .get(&format!("/aip/v1/conversations/{conv}"))
+        .await;
+    assert_eq!(status, 200, "{view}");
+    assert_eq!(view["conversation"]["status"], "resolved", "{view}");
+    assert_eq!(message_count(&server, &conv).await, 2);
+}
+
+#[tokio::test]
 async fn webhook_channel_events_are_verified_and_claimed_before_anything_is_stored() {
     let Some(python) = support::webhook::python() else {
         return;

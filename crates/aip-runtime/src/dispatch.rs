@@ -231,7 +231,9 @@ impl Runtime {
             B::DelegationRequest(b) => self.serve_delegation_request(caller, request, b).await?,
             // Recording answers with the conversation as it now is.
             B::ChannelMessage(b) => {
-                let recorded = self.record_channel_message(caller, b, None).await?;
+                let recorded = self
+                    .record_channel_message(caller, b, channel_source(request))
+                    .await?;
                 Reply::done(
                     request,
                     B::Conversation(aip_core::ConversationUpdated {
@@ -254,7 +256,9 @@ impl Runtime {
             B::Conversation(b) => Reply::done(
                 request,
                 B::Conversation(aip_core::ConversationUpdated {
-                    conversation: self.update_conversation(caller, b, None).await?,
+                    conversation: self
+                        .update_conversation(caller, b, channel_source(request))
+                        .await?,
                     identity: None,
                     changed_fields: b.changed_fields.clone(),
                 }),
@@ -269,5 +273,14 @@ impl Runtime {
                 ));
             }
         })
+    }
+}
+
+/// A channel write's source as an envelope states it: its `sent_at` (checked against the clock skew
+/// before dispatch), the delivery id from the message.
+fn channel_source(request: &Envelope) -> crate::channel::ChannelSource<'static> {
+    crate::channel::ChannelSource {
+        delivery_id: None,
+        sent_at_ms: request.sent_at.unix_millis(),
     }
 }

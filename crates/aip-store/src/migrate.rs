@@ -94,6 +94,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "evidence_retention",
         sql: include_str!("../migrations/sqlite/0013_evidence_retention.sql"),
     },
+    Migration {
+        version: 14,
+        name: "conversation_as_of",
+        sql: include_str!("../migrations/sqlite/0014_conversation_as_of.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -152,6 +157,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 11,
         name: "evidence_retention",
         sql: include_str!("../migrations/postgres/0011_evidence_retention.sql"),
+    },
+    Migration {
+        version: 12,
+        name: "conversation_as_of",
+        sql: include_str!("../migrations/postgres/0012_conversation_as_of.sql"),
     },
 ];
 

@@ -99,16 +99,28 @@ impl Caller {
     }
 }
 
+/// Where a channel write came from, as its transport verified it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChannelSource<'a> {
+    /// The delivery id a profile verified (the webhook id); `None` takes the message's
+    /// `delivery.id`.
+    pub delivery_id: Option<&'a str>,
+    /// The sender's time of the write (the envelope's `sent_at`, the webhook timestamp), epoch
+    /// ms: a write older than the conversation's stored state is recorded without rolling the
+    /// conversation back. `None` is now.
+    pub sent_at_ms: Option<i64>,
+}
+
 impl Runtime {
-    /// `aip.channel.v1.message_created` from an authenticated connector. `delivery_id` is the
-    /// delivery id a profile verified (the webhook id); otherwise the message's `delivery.id`.
-    /// A delivery already recorded by this connector is [`RuntimeError::Replay`], nothing stored.
+    /// `aip.channel.v1.message_created` from an authenticated connector. A delivery already
+    /// recorded by this connector is [`RuntimeError::Replay`], nothing stored.
     pub async fn record_channel_message(
         &self,
         caller: &Caller,
         message: &ChannelMessage,
-        delivery_id: Option<&str>,
+        source: ChannelSource<'_>,
     ) -> Result<ChannelRecorded, RuntimeError> {
+        let delivery_id = source.delivery_id;
         if !caller.may_write_channels() {
             return Err(RuntimeError::ScopeDenied(format!(
                 "recording channel messages (it needs {SCOPE_CHANNEL_WRITE})"
@@ -116,7 +128,7 @@ impl Runtime {
         }
         caller.check_identity_tenant(message.identity.as_ref())?;
         let policy = &self.config().channels;
-        let conversation = conversation_write(caller, &message.conversation)?;
+        let conversation = conversation_write(caller, &message.conversation, source)?;
         let delivery = match delivery_id {
             Some(id) => id.to_owned(),
             None => message
@@ -183,14 +195,16 @@ impl Runtime {
     }
 
     /// `aip.channel.v1.conversation_updated` from an authenticated connector: the conversation's
-    /// stored state becomes this one. With a profile's verified `delivery_id`, a replayed delivery
-    /// is [`RuntimeError::Replay`] and changes nothing.
+    /// stored state becomes this one, unless the stored one is newer by the sender's clock. With a
+    /// profile's verified delivery id, a replayed delivery is [`RuntimeError::Replay`] and changes
+    /// nothing.
     pub async fn update_conversation(
         &self,
         caller: &Caller,
         update: &ConversationUpdated,
-        delivery_id: Option<&str>,
+        source: ChannelSource<'_>,
     ) -> Result<Conversation, RuntimeError> {
+        let delivery_id = source.delivery_id;
         if !caller.may_write_channels() {
             return Err(RuntimeError::ScopeDenied(format!(
                 "updating conversations (it needs {SCOPE_CHANNEL_WRITE})"
@@ -204,7 +218,7 @@ impl Runtime {
                 "changed_fields: at most 64 names of at most 256 characters".into(),
             ));
         }
-        let conversation = conversation_write(caller, &update.conversation)?;
+        let conversation = conversation_write(caller, &update.conversation, source)?;
         let now = now_ms();
         let audit = audit(
             caller,
@@ -227,6 +241,7 @@ impl Runtime {
 fn conversation_write(
     caller: &Caller,
     c: &Conversation,
+    source: ChannelSource<'_>,
 ) -> Result<ConversationWrite, RuntimeError> {
     bounded_id("conversation.id", c.id.as_str())?;
     if c.labels.len() > MAX_LABELS || c.labels.iter().any(|l| l.len() > MAX_ID_CHARS) {
@@ -243,6 +258,7 @@ fn conversation_write(
         status: c.status.as_str().to_owned(),
         body: serde_json::to_value(c)
             .map_err(|_| RuntimeError::Internal("a conversation does not serialize"))?,
+        as_of_ms: source.sent_at_ms.unwrap_or_else(now_ms),
     })
 }
 

@@ -22,6 +22,9 @@ pub struct ConversationWrite {
     pub status: String,
     /// The conversation object.
     pub body: Value,
+    /// The sender's time of this state, epoch ms: an older state than the stored one is not
+    /// applied (its message is still recorded).
+    pub as_of_ms: i64,
 }
 
 /// A channel message to record, with its conversation and its audit event, in one transaction.

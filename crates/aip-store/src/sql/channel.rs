@@ -159,8 +159,8 @@ impl<D: Dialect> ChannelStore for SqlStore<D> {
     }
 }
 
-/// Inserts or replaces the conversation's columns (its first connector stays), adding `messages`
-/// to its message count.
+/// Inserts or replaces the conversation's columns (its first connector stays) unless the stored
+/// state is newer by the sender's clock, adding `messages` to its message count.
 async fn tx_upsert(
     tx: &mut dyn Tx,
     c: &ConversationWrite,
@@ -169,11 +169,16 @@ async fn tx_upsert(
 ) -> StoreResult<ConversationRecord> {
     let row = query(format!(
         "INSERT INTO aip_conversations (tenant, conversation_id, recorded_by, assignee, contact, status, body, \
-         message_count, created_at_ms, updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) \
-         ON CONFLICT (tenant, conversation_id) DO UPDATE SET assignee = excluded.assignee, \
-         contact = excluded.contact, status = excluded.status, body = excluded.body, \
+         message_count, created_at_ms, updated_at_ms, as_of_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) \
+         ON CONFLICT (tenant, conversation_id) DO UPDATE SET {newer} \
          message_count = aip_conversations.message_count + excluded.message_count, \
-         updated_at_ms = excluded.updated_at_ms RETURNING {CONVERSATION}"
+         updated_at_ms = excluded.updated_at_ms RETURNING {CONVERSATION}",
+        newer = ["assignee", "contact", "status", "body", "as_of_ms"]
+            .map(|c| format!(
+                "{c} = CASE WHEN excluded.as_of_ms >= aip_conversations.as_of_ms \
+                 THEN excluded.{c} ELSE aip_conversations.{c} END,"
+            ))
+            .join(" ")
     ))
     .bind(&c.tenant)
     .bind(&c.conversation_id)
@@ -184,6 +189,7 @@ async fn tx_upsert(
     .bind(Json(&c.body))
     .bind(messages)
     .bind(now_ms)
+    .bind(c.as_of_ms)
     .fetch_one(&mut *tx)
     .await?;
     conversation_record(&row)

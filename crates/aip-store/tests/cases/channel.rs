@@ -11,6 +11,7 @@ fn conversation(tenant: &str, id: &str, by: &str, assignee: Option<&str>) -> Con
         contact: Some("contact:ann".into()),
         status: "open".into(),
         body: json!({ "id": id, "channel": { "kind": "chat" }, "status": "open" }),
+        as_of_ms: T0,
     }
 }
 
@@ -214,6 +215,18 @@ pub async fn conversations_are_seen_by_their_connector_assignee_contact_and_tena
         ),
         ("resolved", 1, T0 + 1)
     );
+    // A later delivery carrying an older state (by the sender's clock) does not roll it back.
+    let mut older = update.clone();
+    older.status = "pending".into();
+    older.as_of_ms = T0 - 1;
+    let ChannelWrite::Recorded(kept) = s
+        .update_conversation(older, audit(), Some("u0".into()), T0 + 3)
+        .await
+        .unwrap()
+    else {
+        panic!("an older update is recorded as a delivery")
+    };
+    assert_eq!(kept.status, "resolved");
     let resolved = ConversationQuery {
         status: Some("resolved".into()),
         ..q(None)

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aip_core::{Action, ActionId, ActionMode, ErrorCode, PrincipalKind};
+use aip_runtime::channel::ChannelSource;
 use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
 use axum::Router;
 use axum::body::Body;
@@ -418,7 +419,17 @@ async fn admit(
     let (target, input) = route(subscription, event)?;
     let (capability, keyed) = match target {
         Target::Action { capability, keyed } => (capability, keyed),
-        channel => return record(runtime, subscription, delivery_id, &channel, input).await,
+        channel => {
+            // Verified: the timestamp is the sender's, in seconds, within the tolerance.
+            let source = ChannelSource {
+                delivery_id: Some(delivery_id),
+                sent_at_ms: delivery
+                    .timestamp
+                    .and_then(|t| t.parse::<i64>().ok())
+                    .map(|t| t.saturating_mul(1000)),
+            };
+            return record(runtime, subscription, source, &channel, input).await;
+        }
     };
     let action_id = action_id(&subscription.id, delivery_id);
     let key = format!("{}:{delivery_id}", subscription.id);
@@ -457,24 +468,25 @@ async fn admit(
 async fn record(
     runtime: &Arc<Runtime>,
     subscription: &Subscription,
-    delivery_id: &str,
+    source: ChannelSource<'_>,
     target: &Target,
     input: Value,
 ) -> Result<(StatusCode, Value), ApiError> {
+    let delivery_id = source.delivery_id.unwrap_or_default();
     let invalid = |e: String| ApiError::new(ErrorCode::InvalidInput, e);
     let caller = &subscription.caller;
     let recorded = match target {
         Target::ChannelMessage => {
             let message: aip_core::ChannelMessage = decode(input).map_err(invalid)?;
             runtime
-                .record_channel_message(caller, &message, Some(delivery_id))
+                .record_channel_message(caller, &message, source)
                 .await
                 .map(|r| (r.conversation.id, Some(r.message_id)))
         }
         _ => {
             let update: aip_core::ConversationUpdated = decode(input).map_err(invalid)?;
             runtime
-                .update_conversation(caller, &update, Some(delivery_id))
+                .update_conversation(caller, &update, source)
                 .await
                 .map(|c| (c.id, None))
         }
