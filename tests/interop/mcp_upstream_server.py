@@ -6,8 +6,9 @@ Usage: mcp_upstream_server.py stdio
 
 Tools: `add` (a read with structured output), `record` (a mutation that appends its note to the
 file named by $UPSTREAM_LOG, so a test can count executions), `fail` (answers isError), `slow`
-(sleeps `seconds`), and `hidden` (not in the test's allowlist). Resources: `memo://greeting` (text)
-and `memo://settings` (JSON).
+(sleeps `seconds`), `publish` / `unpublish` (add or drop a text resource while running, so a test
+can watch the resource list change), and `hidden` (not in the test's allowlist). Resources:
+`memo://greeting` (text) and `memo://settings` (JSON).
 """
 
 import asyncio
@@ -16,6 +17,7 @@ import sys
 from typing import TypedDict
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources.types import TextResource
 
 server = MCPServer("aip-test-upstream")
 
@@ -59,6 +61,20 @@ async def slow(seconds: float) -> Slept:
     """Sleeps, then answers."""
     await asyncio.sleep(seconds)
     return {"slept": seconds}
+
+
+@server.tool()
+def publish(uri: str, text: str) -> Recorded:
+    """Offer a text resource from now on."""
+    server.add_resource(TextResource(uri=uri, name=uri, text=text, mime_type="text/plain"))
+    return {"recorded": uri}
+
+
+@server.tool()
+def unpublish(uri: str) -> Recorded:
+    """Stop offering a resource (the SDK has no public removal; this fixture reaches in)."""
+    server._resource_manager._resources.pop(uri, None)
+    return {"recorded": uri}
 
 
 @server.tool()

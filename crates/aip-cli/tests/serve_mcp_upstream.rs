@@ -102,9 +102,10 @@ name = "calc"
 command = "{python}"
 args = ["{script}", "stdio"]
 env = {{ UPSTREAM_LOG = "{log}" }}
-tools = ["add", "record", "fail", "slow"]
+tools = ["add", "record", "fail", "slow", "publish", "unpublish"]
 call_timeout_ms = 1500
 resources = true
+resources_refresh_secs = 1
 [mcp_upstreams.overrides.add]
 side_effects = ["read"]
 risk = "low"
@@ -208,6 +209,59 @@ side_effects = ["read"]
         .unwrap();
     assert_eq!(reader["contract"]["side_effects"], json!(["read"]));
     assert!(!resource_ids.iter().any(|i| i.starts_with("mcp:web:")));
+
+    // The list follows the upstream while the node runs: a resource it adds appears (and reads),
+    // one it drops is gone (404 like any unknown resource).
+    let published = act(
+        &server,
+        "cap:mcp:calc:publish",
+        json!({"uri": "memo://fresh", "text": "published later"}),
+    )
+    .await;
+    assert_eq!(
+        published["body"]["action_result"]["status"], "completed",
+        "{published}"
+    );
+    let read_fresh = || async {
+        server
+            .client(ALICE)
+            .get("/aip/v1/resources/mcp:calc:memo:%2F%2Ffresh")
+            .await
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let fresh = loop {
+        let (status, reply) = read_fresh().await;
+        if status == 200 {
+            break reply;
+        }
+        assert_eq!(status, 404, "{reply}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new resource never appeared"
+        );
+        support::pause(250).await;
+    };
+    assert!(fresh.to_string().contains("published later"), "{fresh}");
+    act(
+        &server,
+        "cap:mcp:calc:unpublish",
+        json!({"uri": "memo://fresh"}),
+    )
+    .await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let (status, reply) = read_fresh().await;
+        if status == 404 {
+            break;
+        }
+        // Until the next listing, a read reaches the upstream, which refuses it (a typed 502).
+        assert!(status == 200 || status == 502, "{reply}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dropped resource stayed"
+        );
+        support::pause(250).await;
+    }
 
     // Calls go through admission: a schema violation never reaches the upstream.
     let refused = act(&server, "cap:mcp:calc:add", json!({"a": "x", "b": 2})).await;

@@ -6,6 +6,7 @@
 //! read-only capability run as the reader's own action at each read.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use aip_core::{
     MessagePart, Resource, ResourceList, ResourceListRequest, ResourceReadRequest,
@@ -200,21 +201,72 @@ impl Caller {
     }
 }
 
+/// The entries of `all` that `caller` may list now.
+fn visible<'a>(
+    all: &'a [ResourceEntry],
+    caller: &'a Caller,
+) -> impl Iterator<Item = &'a ResourceEntry> {
+    let now = now_ms();
+    all.iter()
+        .filter(move |e| caller.may_list_resource(&e.resource, now))
+}
+
 impl Runtime {
-    fn visible_resources<'a>(
-        &'a self,
-        caller: &'a Caller,
-    ) -> impl Iterator<Item = &'a ResourceEntry> {
-        let now = now_ms();
-        self.config()
-            .resources
+    /// The declared resources as they are now (a snapshot: sources such as upstream MCP servers
+    /// replace theirs while the node runs).
+    pub(crate) fn resource_entries(&self) -> Arc<Vec<ResourceEntry>> {
+        match self.resources.read() {
+            Ok(r) => Arc::clone(&r),
+            // A writer panicked mid-replace: the value itself is whole (replaced in one store).
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Replaces the resources whose ids start with `prefix` by `entries` (a source's whole current
+    /// list), checked like declared ones against the admitted capabilities; on a refusal the old
+    /// list stays. Answers whether anything changed.
+    pub fn replace_resources(
+        &self,
+        prefix: &str,
+        entries: Vec<ResourceEntry>,
+    ) -> Result<bool, ResourceError> {
+        if let Some(e) = entries.iter().find(|e| !e.resource.id.starts_with(prefix)) {
+            return Err(ResourceError {
+                id: e.resource.id.clone(),
+                reason: format!("is not under its source's prefix {prefix}"),
+            });
+        }
+        let mut guard = match self.resources.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let current: Vec<&ResourceEntry> = guard
             .iter()
-            .filter(move |e| caller.may_list_resource(&e.resource, now))
+            .filter(|e| e.resource.id.starts_with(prefix))
+            .collect();
+        if current.len() == entries.len()
+            && current
+                .iter()
+                .zip(&entries)
+                .all(|(a, b)| a.resource == b.resource)
+        {
+            return Ok(false);
+        }
+        let next: Vec<ResourceEntry> = guard
+            .iter()
+            .filter(|e| !e.resource.id.starts_with(prefix))
+            .cloned()
+            .chain(entries)
+            .collect();
+        check_resources(&next, |c| self.registry().get(c).is_some())?;
+        *guard = Arc::new(next);
+        Ok(true)
     }
 
     /// The resources `caller` may see, for the manifest (spec 9.7), optionally only `kinds`.
     pub(crate) fn manifest_resources(&self, caller: &Caller, kinds: &[String]) -> Vec<Resource> {
-        self.visible_resources(caller)
+        let all = self.resource_entries();
+        visible(&all, caller)
             .filter(|e| {
                 kinds.is_empty() || e.resource.kind.as_ref().is_some_and(|k| kinds.contains(k))
             })
@@ -247,8 +299,8 @@ impl Runtime {
             Some(c) => self.store().decode_stream_cursor(&scope, c)?.1,
             None => 0,
         };
-        let mut entries: Vec<&ResourceEntry> = self
-            .visible_resources(caller)
+        let all = self.resource_entries();
+        let mut entries: Vec<&ResourceEntry> = visible(&all, caller)
             .filter(|e| {
                 capability.is_none_or(|c| {
                     e.resource
@@ -296,8 +348,8 @@ impl Runtime {
                 .read_conversation_resource(caller, &request.resource_id)
                 .await;
         }
-        let entry = self
-            .visible_resources(caller)
+        let all = self.resource_entries();
+        let entry = visible(&all, caller)
             .find(|e| e.resource.id == request.resource_id)
             .ok_or(RuntimeError::NotFound("resource"))?;
         if request.version.is_some() {
@@ -342,7 +394,7 @@ impl Runtime {
     /// Whether `resource_id` is declared with produced content (each read runs its capability, so
     /// watching it for changes would run it again and again).
     pub fn resource_is_produced(&self, resource_id: &str) -> bool {
-        self.config().resources.iter().any(|e| {
+        self.resource_entries().iter().any(|e| {
             e.resource.id == resource_id && matches!(e.content, ResourceContent::Produced(_))
         })
     }

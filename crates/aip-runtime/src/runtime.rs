@@ -94,6 +94,8 @@ pub struct Runtime {
     callbacks_ready: Notify,
     publisher: OnceLock<crate::callback::Publisher>,
     callback_client: OnceLock<reqwest::Client>,
+    /// Declared resources now: the configured ones, and what dynamic sources offer.
+    pub(crate) resources: std::sync::RwLock<Arc<Vec<crate::resource::ResourceEntry>>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -122,6 +124,7 @@ impl Runtime {
         Arc::new(Self {
             store,
             registry,
+            resources: std::sync::RwLock::new(Arc::new(config.resources.clone())),
             config,
             policy,
             running: Mutex::new(HashMap::new()),
@@ -158,6 +161,11 @@ impl Runtime {
     /// Stop claiming new work (in-flight leases lapse and are re-claimed after restart).
     pub fn shutdown(&self) {
         self.shutdown.cancel();
+    }
+
+    /// Resolves once [`Runtime::shutdown`] was called (for a binding's background tasks).
+    pub async fn stopped(&self) {
+        self.shutdown.cancelled().await;
     }
 
     /// The bounds every envelope is decoded under (bindings that decode first use the same).

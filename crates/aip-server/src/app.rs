@@ -210,6 +210,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
+    // Upstream MCP servers' resource lists stay current while the node runs.
+    for refresher in upstreams.refreshers {
+        tokio::spawn(refresher.run(Arc::clone(&runtime)));
+    }
     let auth = Arc::new(auth);
     let state = AppState {
         auth: Arc::clone(&auth),

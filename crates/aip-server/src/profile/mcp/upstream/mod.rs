@@ -56,11 +56,19 @@ pub struct UpstreamConfig {
     /// Per-tool contract overrides, by tool name.
     #[serde(default)]
     pub overrides: BTreeMap<String, ToolOverride>,
-    /// Offer the server's resources (`resources/list` at startup) as AIP resources with ids
-    /// `mcp:<name>:<uri>`, read through the server by the read-only capability
-    /// `<prefix>resource_read`: only principals that may invoke it see them.
+    /// Offer the server's resources (`resources/list` at startup, then every
+    /// `resources_refresh_secs`) as AIP resources with ids `mcp:<name>:<uri>`, read through the
+    /// server by the read-only capability `<prefix>resource_read`: only principals that may
+    /// invoke it see them.
     #[serde(default)]
     pub resources: bool,
+    /// Seconds between re-listings of the server's resources (1..=86400).
+    #[serde(default = "default_resources_refresh_secs")]
+    pub resources_refresh_secs: u64,
+}
+
+fn default_resources_refresh_secs() -> u64 {
+    60
 }
 
 /// The capabilities and resources the upstream servers offer.
@@ -70,6 +78,56 @@ pub struct Offered {
     pub capabilities: Vec<CapabilityEntry>,
     /// The servers' resources, produced by their readers.
     pub resources: Vec<aip_runtime::resource::ResourceEntry>,
+    /// What keeps each server's resource list current.
+    pub refreshers: Vec<ResourceRefresher>,
+}
+
+/// Re-lists one upstream's resources while the node runs and replaces the runtime's copy: added
+/// resources appear, removed ones are gone (404 like any unknown resource). A failed listing keeps
+/// the last good list.
+pub struct ResourceRefresher {
+    upstream: Arc<Upstream>,
+    name: String,
+    reader_id: aip_core::CapabilityId,
+    every: Duration,
+}
+
+impl ResourceRefresher {
+    /// Runs until `shutdown`.
+    pub async fn run(self, runtime: Arc<aip_runtime::Runtime>) {
+        let prefix = resource_prefix(&self.name);
+        loop {
+            tokio::select! {
+                () = runtime.stopped() => return,
+                () = tokio::time::sleep(self.every) => {}
+            }
+            let listed = match self.upstream.list_resources().await {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!(upstream = %self.name, error = %e, "resources/list failed; the last list stays");
+                    continue;
+                }
+            };
+            let replaced =
+                resource_entries(&self.name, &self.reader_id, &listed).and_then(|entries| {
+                    runtime
+                        .replace_resources(&prefix, entries)
+                        .map_err(|e| e.to_string())
+                });
+            match replaced {
+                Ok(true) => tracing::info!(upstream = %self.name, "upstream resources changed"),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(upstream = %self.name, error = %e, "upstream resources refused; the last list stays");
+                }
+            }
+        }
+    }
+}
+
+/// The AIP resource id prefix of an upstream's resources.
+fn resource_prefix(name: &str) -> String {
+    format!("mcp:{name}:")
 }
 
 /// The capability suffix of an upstream's resource reader.
@@ -167,7 +225,6 @@ async fn resources(
     upstream: &Arc<Upstream>,
     offered: &mut Offered,
 ) -> Result<(), String> {
-    use aip_runtime::resource::{ResourceContent, ResourceEntry};
     let name = &config.name;
     if config
         .tools
@@ -200,35 +257,21 @@ async fn resources(
         contract.execution.expected_completion = aip_core::ExpectedCompletionMode::Sync;
     }
     let reader_id = reader.id.clone();
-    let id_prefix = format!("mcp:{name}:");
-    for item in &listed {
-        let Some(uri) = item.get("uri").and_then(Value::as_str) else {
-            return Err(format!(
-                "mcp_upstreams {name}: a listed resource has no uri"
-            ));
-        };
-        let id = format!("{id_prefix}{uri}");
-        if id.len() > 256 {
-            return Err(format!(
-                "mcp_upstreams {name}: resource {uri} makes an id longer than 256 characters"
-            ));
-        }
-        let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
-        let resource: aip_core::Resource = serde_json::from_value(json!({
-            "id": id,
-            "name": text("title").or_else(|| text("name")).unwrap_or_else(|| uri.to_owned()),
-            "kind": "mcp.resource",
-            "capability_id": reader_id,
-            "description": text("description"),
-            "mime_type": text("mimeType"),
-            "access": { "public": true },
-        }))
-        .map_err(|e| format!("mcp_upstreams {name}: resource {uri}: {e}"))?;
-        offered.resources.push(ResourceEntry {
-            resource,
-            content: ResourceContent::Produced(reader_id.clone()),
-        });
+    let id_prefix = resource_prefix(name);
+    offered
+        .resources
+        .extend(resource_entries(name, &reader_id, &listed)?);
+    if !(1..=86_400).contains(&config.resources_refresh_secs) {
+        return Err(format!(
+            "mcp_upstreams {name}: resources_refresh_secs must be 1..=86400"
+        ));
     }
+    offered.refreshers.push(ResourceRefresher {
+        upstream: Arc::clone(upstream),
+        name: name.clone(),
+        reader_id: reader_id.clone(),
+        every: Duration::from_secs(config.resources_refresh_secs),
+    });
     let handler = handler::ResourceHandler {
         reader: handler::ToolHandler {
             upstream: Arc::clone(upstream),
@@ -243,6 +286,47 @@ async fn resources(
         Arc::new(handler) as Arc<dyn aip_runtime::handler::ActionHandler>,
     )));
     Ok(())
+}
+
+/// An upstream's listed resources as AIP resources produced by its reader `reader_id`.
+fn resource_entries(
+    name: &str,
+    reader_id: &aip_core::CapabilityId,
+    listed: &[Value],
+) -> Result<Vec<aip_runtime::resource::ResourceEntry>, String> {
+    use aip_runtime::resource::{ResourceContent, ResourceEntry};
+    let id_prefix = resource_prefix(name);
+    listed
+        .iter()
+        .map(|item| {
+            let Some(uri) = item.get("uri").and_then(Value::as_str) else {
+                return Err(format!(
+                    "mcp_upstreams {name}: a listed resource has no uri"
+                ));
+            };
+            let id = format!("{id_prefix}{uri}");
+            if id.len() > 256 {
+                return Err(format!(
+                    "mcp_upstreams {name}: resource {uri} makes an id longer than 256 characters"
+                ));
+            }
+            let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
+            let resource: aip_core::Resource = serde_json::from_value(json!({
+                "id": id,
+                "name": text("title").or_else(|| text("name")).unwrap_or_else(|| uri.to_owned()),
+                "kind": "mcp.resource",
+                "capability_id": reader_id,
+                "description": text("description"),
+                "mime_type": text("mimeType"),
+                "access": { "public": true },
+            }))
+            .map_err(|e| format!("mcp_upstreams {name}: resource {uri}: {e}"))?;
+            Ok(ResourceEntry {
+                resource,
+                content: ResourceContent::Produced(reader_id.clone()),
+            })
+        })
+        .collect()
 }
 
 fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
