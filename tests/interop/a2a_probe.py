@@ -9,7 +9,10 @@ Each step is {"op": ..., ...}:
   send {capability?, data?, text?, message_id?, return_immediately?}
                                         -> every StreamResponse the SDK yields (streaming or not)
   (send also takes metadata {...} merged into the message's, and context_id)
-  get {id} / cancel {id} / list {page_size?} / subscribe {id} / push_create {id, url}
+  get {id} / cancel {id} / list {page_size?} / subscribe {id}
+  push_create {id, url, config_id?, token?, scheme?, credentials?} / push_get {id, config_id}
+  push_list {id} / push_delete {id, config_id}
+  (send also takes push {url, token?}: a TaskPushNotificationConfig given with the message)
 Prints one JSON list with one result per step: {"ok": <value>} or
 {"error": <exception class>, "message": ..., "data": ...}. Exit 0, or 2 when the card cannot be
 fetched, 3 when it is refused (401).
@@ -26,8 +29,11 @@ from google.protobuf import json_format
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -69,6 +75,11 @@ async def run_step(client, card, step):
         request = SendMessageRequest(message=message(step))
         if step.get("return_immediately"):
             request.configuration.return_immediately = True
+        if "push" in step:
+            push = request.configuration.task_push_notification_config
+            push.url = step["push"]["url"]
+            if "token" in step["push"]:
+                push.token = step["push"]["token"]
         return [to_json(event) async for event in client.send_message(request)]
     if op == "get":
         return to_json(await client.get_task(GetTaskRequest(id=step["id"])))
@@ -84,7 +95,24 @@ async def run_step(client, card, step):
         return [to_json(event) async for event in events]
     if op == "push_create":
         config = TaskPushNotificationConfig(task_id=step["id"], url=step["url"])
+        if "config_id" in step:
+            config.id = step["config_id"]
+        if "token" in step:
+            config.token = step["token"]
+        if "scheme" in step:
+            config.authentication.scheme = step["scheme"]
+            config.authentication.credentials = step.get("credentials", "")
         return to_json(await client.create_task_push_notification_config(config))
+    if op == "push_get":
+        request = GetTaskPushNotificationConfigRequest(task_id=step["id"], id=step["config_id"])
+        return to_json(await client.get_task_push_notification_config(request))
+    if op == "push_list":
+        request = ListTaskPushNotificationConfigsRequest(task_id=step["id"])
+        return to_json(await client.list_task_push_notification_configs(request))
+    if op == "push_delete":
+        request = DeleteTaskPushNotificationConfigRequest(task_id=step["id"], id=step["config_id"])
+        await client.delete_task_push_notification_config(request)
+        return {}
     raise ValueError(f"unknown op {op}")
 
 

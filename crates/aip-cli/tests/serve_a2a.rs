@@ -11,16 +11,11 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
+use support::a2a::{ok, probe, python};
 use support::{Server, token_file};
 
 const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef01";
-
-fn python() -> Option<PathBuf> {
-    support::interop_python("a2a-sdk", "1.3.0")
-        .map_err(|why| support::skip_or_fail(&format!("A2A interop test: {why}")))
-        .ok()
-}
 
 fn config(dir: &Path) -> PathBuf {
     let alice = token_file(dir, "alice.token", ALICE);
@@ -53,35 +48,6 @@ default_capability = "cap:demo:echo"
     )
     .unwrap();
     path
-}
-
-/// Runs `steps` with the SDK client as `token`; one result per step.
-fn probe(
-    python: &Path,
-    server: &Server,
-    token: &str,
-    streaming: bool,
-    steps: &[Value],
-) -> Vec<Value> {
-    let base = format!("http://{}", server.base);
-    let mut args = vec![base.as_str(), "--token", token];
-    if !streaming {
-        args.push("--no-streaming");
-    }
-    let out = support::run_script(
-        python,
-        "tests/interop/a2a_probe.py",
-        &args,
-        &Value::from(steps.to_vec()),
-    );
-    let results: Vec<Value> = serde_json::from_value(out.clone()).unwrap();
-    assert_eq!(results.len(), steps.len(), "{out}");
-    results
-}
-
-fn ok(result: &Value) -> &Value {
-    assert!(result.get("ok").is_some(), "step failed: {result}");
-    &result["ok"]
 }
 
 /// The task of a `send` step's first event.
@@ -270,11 +236,8 @@ async fn approvals_cancellation_ownership_and_refused_features_keep_native_seman
         "{}",
         results[1]
     );
-    assert_eq!(
-        results[2]["error"], "PushNotificationNotSupportedError",
-        "{}",
-        results[2]
-    );
+    // Push configs are supported (see serve_a2a_push); this task does not exist.
+    assert_eq!(results[2]["error"], "TaskNotFoundError", "{}", results[2]);
     // Message metadata never chooses the principal or tenant.
     let queued = probe(
         &python,

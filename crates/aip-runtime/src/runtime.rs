@@ -96,6 +96,10 @@ pub struct Runtime {
     callback_client: OnceLock<reqwest::Client>,
     /// Declared resources now: the configured ones, and what dynamic sources offer.
     pub(crate) resources: std::sync::RwLock<Arc<Vec<crate::resource::ResourceEntry>>>,
+    /// Renderers of callback profiles that shape their own deliveries, by profile.
+    pub(crate) renderers: std::sync::RwLock<
+        std::collections::BTreeMap<String, Arc<dyn crate::callback::subscribe::DeliveryRenderer>>,
+    >,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -125,6 +129,7 @@ impl Runtime {
             store,
             registry,
             resources: std::sync::RwLock::new(Arc::new(config.resources.clone())),
+            renderers: std::sync::RwLock::default(),
             config,
             policy,
             running: Mutex::new(HashMap::new()),

@@ -131,7 +131,8 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             config.limits.max_action_timeout_ms,
             registry.all().map(|c| &c.capability),
         )
-        .map_err(ServeError::Config)?;
+        .map_err(ServeError::Config)?
+        .with_push(config.callbacks.policy().enabled);
         Some(Arc::new(state))
     } else {
         None
@@ -210,6 +211,12 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
     runtime.start().await?;
+    if a2a.is_some() {
+        runtime.register_delivery_renderer(
+            crate::profile::a2a::push::PUSH_PROFILE,
+            Arc::new(crate::profile::a2a::push::PushRenderer),
+        );
+    }
     // Upstream MCP servers' resource lists stay current while the node runs.
     for refresher in upstreams.refreshers {
         tokio::spawn(refresher.run(Arc::clone(&runtime)));

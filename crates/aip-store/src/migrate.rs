@@ -99,6 +99,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "conversation_as_of",
         sql: include_str!("../migrations/sqlite/0014_conversation_as_of.sql"),
     },
+    Migration {
+        version: 15,
+        name: "action_subscriptions",
+        sql: include_str!("../migrations/sqlite/0015_action_subscriptions.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -162,6 +167,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 12,
         name: "conversation_as_of",
         sql: include_str!("../migrations/postgres/0012_conversation_as_of.sql"),
+    },
+    Migration {
+        version: 13,
+        name: "action_subscriptions",
+        sql: include_str!("../migrations/postgres/0013_action_subscriptions.sql"),
     },
 ];
 

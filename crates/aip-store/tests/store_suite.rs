@@ -92,6 +92,7 @@ suite!(
     a_fenced_record_is_written_only_under_a_live_lease,
     action_lists_and_audit_filter_by_transaction,
     a_transition_queues_a_delivery_only_for_the_states_its_callback_covers,
+    subscriptions_added_after_admission_queue_deliveries_until_removed,
     delivery_attempts_are_fenced_retried_and_settled_with_their_job,
     a_dead_lettered_delivery_is_redriven_with_its_id_and_a_stranded_one_is_dead_lettered,
     delivery_lists_filter_by_principal_status_and_target_behind_scoped_cursors,

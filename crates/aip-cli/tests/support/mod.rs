@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+pub mod a2a;
 pub mod mcp;
 pub mod nats;
 pub mod peers;

@@ -125,7 +125,20 @@ async fn prepare(
     spec: &DeliverySpec,
     attempt: u32,
 ) -> Result<Prepared, RuntimeError> {
-    let body = message_bytes(runtime, delivery, spec).await?;
+    let (body, rendered_headers) = match runtime.delivery_renderer(&spec.profile) {
+        Some(renderer) => {
+            let status = delivered_status(runtime, delivery).await?;
+            match renderer.render(&status, spec.metadata.as_ref()) {
+                Ok(r) => {
+                    let mut headers = r.headers;
+                    headers.push(("content-type".into(), r.content_type));
+                    (r.body, headers)
+                }
+                Err(e) => return Ok(Err(SendError::Permanent(format!("render: {e}")))),
+            }
+        }
+        None => (message_bytes(runtime, delivery, spec).await?, Vec::new()),
+    };
     let policy = &runtime.config().callbacks;
     if body.len() > policy.max_request_bytes {
         return Ok(Err(SendError::Permanent(format!(
@@ -154,6 +167,7 @@ async fn prepare(
             sign::sign(key, &delivery.delivery_id, timestamp, &body),
         ));
     }
+    headers.extend(rendered_headers);
     Ok(Ok((headers, body)))
 }
 
@@ -178,19 +192,7 @@ async fn message_bytes(
     let terminal = delivery.action_state.is_terminal();
     let body: MessageBody = match result::stored(&action)? {
         Some(result) if terminal => result.into(),
-        _ => {
-            let mut status = views::status(&action, false, None)?;
-            status.state = serde_json::from_value::<ActionLifecycleState>(json!(
-                delivery.action_state.as_str()
-            ))
-            .map_err(|e| views::corrupt(format!("delivered state: {e}")))?;
-            status.updated_at = views::ts(delivery.created_at_ms)?;
-            if !terminal {
-                status.completed_at = None;
-                status.result_status = None;
-            }
-            status.into()
-        }
+        _ => status_as_delivered(&action, delivery, false)?.into(),
     };
     let mut envelope = Envelope::new(body);
     envelope.message_id = MessageId::new(delivery.message_id.clone());
@@ -207,6 +209,45 @@ async fn message_bytes(
     serde_json::to_vec(&value).map_err(|_| RuntimeError::Internal("unserializable delivery"))
 }
 
+/// The action's status as of the delivered transition (with its result once terminal, when
+/// `with_result`).
+fn status_as_delivered(
+    action: &aip_store::ActionRecord,
+    delivery: &DeliveryRecord,
+    with_result: bool,
+) -> Result<aip_core::ActionStatus, RuntimeError> {
+    let terminal = delivery.action_state.is_terminal();
+    let mut status = views::status(action, with_result && terminal, None)?;
+    status.state =
+        serde_json::from_value::<ActionLifecycleState>(json!(delivery.action_state.as_str()))
+            .map_err(|e| views::corrupt(format!("delivered state: {e}")))?;
+    status.updated_at = views::ts(delivery.created_at_ms)?;
+    if !terminal {
+        status.completed_at = None;
+        status.result_status = None;
+        status.result = None;
+    }
+    Ok(status)
+}
+
+/// What a rendering profile renders: the status as delivered, with the result once terminal.
+async fn delivered_status(
+    runtime: &Runtime,
+    delivery: &DeliveryRecord,
+) -> Result<aip_core::ActionStatus, RuntimeError> {
+    let action = runtime
+        .store()
+        .get_action(&delivery.tenant, &delivery.action_id)
+        .await?
+        .ok_or_else(|| {
+            views::corrupt(format!(
+                "delivery {} of a missing action",
+                delivery.delivery_id
+            ))
+        })?;
+    status_as_delivered(&action, delivery, true)
+}
+
 /// Sends one attempt to the target's profile, bounded by the policy timeout (and by half the
 /// lease, so the lease outlives the attempt).
 async fn send(
@@ -217,8 +258,10 @@ async fn send(
 ) -> Result<(), SendError> {
     let lease_half = u64::try_from(runtime.lease_ms() / 2).unwrap_or(1);
     let timeout = Duration::from_millis(spec.timeout_ms.min(lease_half).max(1));
+    let rendered = runtime.delivery_renderer(&spec.profile).is_some();
     match spec.profile.as_str() {
-        HTTP_PROFILE => {
+        // A rendering profile's deliveries go over the same guarded HTTP sender.
+        profile if profile == HTTP_PROFILE || rendered => {
             let client = runtime
                 .callback_client()
                 .map_err(|e| SendError::Retry(format!("client: {e}")))?;

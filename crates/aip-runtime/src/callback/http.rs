@@ -124,10 +124,14 @@ pub(crate) async fn send(
         if remaining.is_zero() {
             return Err(SendError::Retry("timed out".into()));
         }
-        let mut request = client
-            .post(url.clone())
-            .timeout(remaining)
-            .header(CONTENT_TYPE, "application/aip+json");
+        let mut request = client.post(url.clone()).timeout(remaining);
+        // A rendering profile names its own content type.
+        if !headers
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case(CONTENT_TYPE.as_str()))
+        {
+            request = request.header(CONTENT_TYPE, "application/aip+json");
+        }
         for (name, value) in headers {
             request = request.header(name.as_str(), value.as_str());
         }

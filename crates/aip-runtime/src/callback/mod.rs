@@ -17,6 +17,7 @@ mod http;
 mod read;
 pub mod sign;
 pub mod ssrf;
+pub mod subscribe;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -121,6 +122,9 @@ pub(crate) struct DeliverySpec {
     pub(crate) timeout_ms: u64,
     pub(crate) retry_backoff_ms: Vec<u64>,
     pub(crate) sign_payload: bool,
+    /// Profile metadata for a rendering profile (absent for native callbacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) metadata: Option<Value>,
 }
 
 /// Metadata a native callback may carry; anything else is refused, never ignored.
@@ -141,6 +145,27 @@ pub(crate) async fn admit(
         return Err(CallbackError::TargetDenied(
             "callbacks are disabled on this node".into(),
         ));
+    }
+    // A rendering profile's metadata is its own (credentials to send back, ...): kept for its
+    // renderer, bounded; every transition is delivered.
+    if runtime
+        .delivery_renderer(callback.profile.as_str())
+        .is_some()
+    {
+        let request = subscribe::SubscriptionRequest {
+            subscription_id: String::new(),
+            profile: callback.profile.as_str().to_owned(),
+            target: callback.target.clone(),
+            metadata: callback.metadata.clone().filter(|m| !m.is_null()),
+            terminal_only: false,
+        };
+        return runtime
+            .check_subscription(&request)
+            .await
+            .map_err(|e| match e {
+                crate::error::RuntimeError::Callback(c) => c,
+                other => CallbackError::TargetInvalid(other.to_string()),
+            });
     }
     let metadata: Metadata = match &callback.metadata {
         None | Some(Value::Null) => Metadata::default(),
@@ -186,6 +211,7 @@ pub(crate) async fn admit(
         timeout_ms: policy.timeout_ms,
         retry_backoff_ms: policy.retry_backoff_ms.clone(),
         sign_payload: policy.sign_payload,
+        metadata: None,
     };
     Ok(CallbackSubscription {
         profile: spec.profile.clone(),

@@ -159,3 +159,24 @@ pub struct DeliveryQuery {
     /// Only this exact target.
     pub target: Option<String>,
 }
+
+/// A callback subscription added to an admitted action (an A2A push notification config, say):
+/// every later transition into a state it covers queues a delivery, like the admitted callback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewActionSubscription {
+    /// Tenant of the action.
+    pub tenant: String,
+    /// The action.
+    pub action_id: String,
+    /// Subscription id, unique per action (a write with a taken id replaces it).
+    pub subscription_id: String,
+    /// Who subscribed.
+    pub principal: String,
+    /// What to deliver, where.
+    pub subscription: CallbackSubscription,
+    /// Time, epoch ms.
+    pub created_at_ms: i64,
+}
+
+/// A stored action subscription.
+pub type ActionSubscriptionRecord = NewActionSubscription;

@@ -378,7 +378,7 @@ pub(super) async fn tx_transition<D: Dialect>(
             "UPDATE aip_actions SET state = $2, result = COALESCE($3, result), updated_at_ms = $4, version = version + 1 \
                  WHERE action_id = $1 AND tenant = $5 AND state IN ({states}) RETURNING \
                  action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-                 idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result, callback"
+                 idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result, callback, subscribers"
         );
         let mut q = query(sql)
             .bind(&t.action_id)
@@ -391,8 +391,12 @@ pub(super) async fn tx_transition<D: Dialect>(
         }
         q.fetch_optional(&mut *tx).await?
     };
-    let (record, callback) = match row {
-        Some(row) => (action_record(&row)?, row.opt_json("callback")?),
+    let (record, callback, subscribers) = match row {
+        Some(row) => (
+            action_record(&row)?,
+            row.opt_json("callback")?,
+            row.try_get::<i64>("subscribers")?,
+        ),
         None => {
             let current = tx_get_action::<D>(&mut *tx, &t.tenant, &t.action_id)
                 .await?
@@ -421,6 +425,9 @@ pub(super) async fn tx_transition<D: Dialect>(
         if record.state.is_terminal() || !subscription.terminal_only {
             super::callback::tx_queue_delivery(&mut *tx, &record, &subscription, t.now_ms).await?;
         }
+    }
+    if subscribers > 0 {
+        super::subscription::tx_queue_subscribed(&mut *tx, &record, t.now_ms).await?;
     }
     receipt::tx_append_receipts(&mut *tx, &t.receipts).await?;
     D::append_events(&mut *tx, &t.events).await?;

@@ -26,6 +26,31 @@ const INTERRUPTED: &str = "interrupted: the delivering worker stopped before the
 
 #[async_trait]
 impl<D: Dialect> CallbackStore for SqlStore<D> {
+    async fn add_action_subscription(
+        &self,
+        subscription: NewActionSubscription,
+        max: u32,
+    ) -> StoreResult<()> {
+        super::subscription::add(self, subscription, max).await
+    }
+
+    async fn list_action_subscriptions(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> StoreResult<Vec<ActionSubscriptionRecord>> {
+        super::subscription::list(self, tenant, action_id).await
+    }
+
+    async fn remove_action_subscription(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        subscription_id: &str,
+    ) -> StoreResult<bool> {
+        super::subscription::remove(self, tenant, action_id, subscription_id).await
+    }
+
     async fn get_delivery(
         &self,
         tenant: &str,

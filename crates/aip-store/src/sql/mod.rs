@@ -26,6 +26,7 @@ mod replay;
 mod session;
 mod settlement;
 mod setup;
+mod subscription;
 mod transaction;
 
 use std::borrow::Cow;

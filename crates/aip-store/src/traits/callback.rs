@@ -9,6 +9,30 @@ use crate::model::*;
 /// The callback outbox.
 #[async_trait]
 pub trait CallbackStore: Send + Sync + 'static {
+    /// Adds (or, under a taken id, replaces) a subscription of a live action; at most `max` per
+    /// action. An unknown action is [`crate::StoreError::NotFound`], an ended one
+    /// [`crate::StoreError::Terminal`], one too many [`crate::StoreError::InvalidInput`].
+    async fn add_action_subscription(
+        &self,
+        subscription: NewActionSubscription,
+        max: u32,
+    ) -> StoreResult<()>;
+
+    /// An action's subscriptions, oldest first.
+    async fn list_action_subscriptions(
+        &self,
+        tenant: &str,
+        action_id: &str,
+    ) -> StoreResult<Vec<ActionSubscriptionRecord>>;
+
+    /// Removes one subscription; whether it existed. Deliveries already queued stay.
+    async fn remove_action_subscription(
+        &self,
+        tenant: &str,
+        action_id: &str,
+        subscription_id: &str,
+    ) -> StoreResult<bool>;
+
     /// One delivery of `tenant`.
     async fn get_delivery(
         &self,

@@ -341,3 +341,106 @@ pub async fn delivery_lists_filter_by_principal_status_and_target_behind_scoped_
             .is_empty()
     );
 }
+
+pub async fn subscriptions_added_after_admission_queue_deliveries_until_removed(h: &Harness) {
+    let s = &h.store;
+    admit_ok(s, admission("sub1", None)).await;
+    let sub = |id: &str, terminal_only: bool| NewActionSubscription {
+        tenant: "t1".into(),
+        action_id: "sub1".into(),
+        subscription_id: id.into(),
+        principal: "alice".into(),
+        subscription: CallbackSubscription {
+            profile: "aip.a2a.push.v1".into(),
+            target: format!("https://hooks.example.com/{id}"),
+            terminal_only,
+            max_attempts: 2,
+            spec: json!({ "id": id }),
+        },
+        created_at_ms: T0,
+    };
+    s.add_action_subscription(sub("every", false), 2)
+        .await
+        .unwrap();
+    s.add_action_subscription(sub("last", true), 2)
+        .await
+        .unwrap();
+    // Replacing one under its id is not one more; a third is one too many.
+    s.add_action_subscription(sub("every", false), 2)
+        .await
+        .unwrap();
+    assert!(matches!(
+        s.add_action_subscription(sub("third", false), 2).await,
+        Err(StoreError::InvalidInput(_))
+    ));
+    assert_eq!(
+        s.list_action_subscriptions("t1", "sub1")
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.subscription_id.as_str())
+            .collect::<Vec<_>>(),
+        ["every", "last"]
+    );
+    assert!(
+        s.list_action_subscriptions("t2", "sub1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    s.transition_action(transition(
+        "sub1",
+        &[ActionState::Accepted],
+        ActionState::Running,
+    ))
+    .await
+    .unwrap();
+    let running = deliveries(s, Some("sub1")).await;
+    assert_eq!(
+        running
+            .iter()
+            .map(|d| d.target.as_str())
+            .collect::<Vec<_>>(),
+        ["https://hooks.example.com/every"]
+    );
+    // Removed, it gets nothing more; the terminal transition reaches the other.
+    assert!(
+        s.remove_action_subscription("t1", "sub1", "every")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !s.remove_action_subscription("t1", "sub1", "every")
+            .await
+            .unwrap()
+    );
+    s.transition_action(transition(
+        "sub1",
+        &[ActionState::Running],
+        ActionState::Completed,
+    ))
+    .await
+    .unwrap();
+    let all = deliveries(s, Some("sub1")).await;
+    assert_eq!(
+        all.iter()
+            .map(|d| (d.target.as_str(), d.action_state))
+            .collect::<Vec<_>>(),
+        [
+            ("https://hooks.example.com/every", ActionState::Running),
+            ("https://hooks.example.com/last", ActionState::Completed)
+        ]
+    );
+    assert_eq!(all[1].spec["id"], "last");
+    // An ended or unknown action takes none.
+    assert!(matches!(
+        s.add_action_subscription(sub("late", false), 2).await,
+        Err(StoreError::Terminal { .. })
+    ));
+    let mut unknown = sub("x", false);
+    unknown.action_id = "nope".into();
+    assert!(matches!(
+        s.add_action_subscription(unknown, 2).await,
+        Err(StoreError::NotFound { .. })
+    ));
+}

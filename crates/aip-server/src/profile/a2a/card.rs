@@ -41,7 +41,7 @@ fn card(state: &A2aState, base: &str, skills: Vec<Value>) -> Value {
             "protocolBinding": "JSONRPC",
             "protocolVersion": PROTOCOL_VERSION,
         }],
-        "capabilities": { "streaming": true, "pushNotifications": false, "extendedAgentCard": true },
+        "capabilities": { "streaming": true, "pushNotifications": state.push, "extendedAgentCard": true },
         "securitySchemes": { "bearer": { "httpAuthSecurityScheme": { "scheme": "Bearer" } } },
         "securityRequirements": [{ "schemes": { "bearer": { "list": [] } } }],
         "defaultInputModes": ["application/json", "text/plain"],

@@ -11,6 +11,7 @@
 //! remote A2A agents are not built: they are refused with the A2A error for each.
 
 mod card;
+pub mod push;
 mod rpc;
 mod send;
 mod task;
@@ -79,6 +80,8 @@ pub struct A2aState {
     max_wait_ms: u64,
     /// Every admitted capability, by id (skills, and the modes a message may run in).
     capabilities: std::collections::BTreeMap<String, aip_core::Capability>,
+    /// Push notification configs are accepted (callbacks are enabled on this node).
+    push: bool,
 }
 
 impl A2aState {
@@ -112,7 +115,14 @@ impl A2aState {
             agent,
             max_wait_ms,
             capabilities,
+            push: false,
         })
+    }
+
+    /// Accepts push notification configs (when the node's callbacks are enabled).
+    pub fn with_push(mut self, enabled: bool) -> Self {
+        self.push = enabled;
+        self
     }
 }
 
@@ -203,10 +213,10 @@ async fn dispatch(call: &Call<'_>, id: Value, method: &str, params: Map<String, 
         "ListTasks" => done(task::list(call, &params).await),
         "CancelTask" => done(task::cancel(call, &params).await),
         "GetExtendedAgentCard" => done(Ok(card::extended(call))),
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => done(Err(A2aError::push_not_supported())),
+        "CreateTaskPushNotificationConfig" => done(push::create(call, &params).await),
+        "GetTaskPushNotificationConfig" => done(push::get(call, &params).await),
+        "ListTaskPushNotificationConfigs" => done(push::list(call, &params).await),
+        "DeleteTaskPushNotificationConfig" => done(push::delete(call, &params).await),
         _ => done(Err(A2aError::method_not_found(method))),
     }
 }

@@ -28,6 +28,8 @@ struct Parsed {
     input: Value,
     message_id: String,
     return_immediately: bool,
+    /// A push notification config given with the message: the action's callback.
+    push: Option<super::push::Config>,
 }
 
 /// Reads the `SendMessageRequest`. Everything this profile does not implement is refused, never
@@ -63,12 +65,22 @@ fn parse(a2a: &A2aState, params: &Map<String, Value>) -> Result<Parsed, A2aError
         }
     }
     let configuration = params.get("configuration").and_then(Value::as_object);
+    let mut push = None;
     if let Some(configuration) = configuration {
-        if configuration
-            .get("taskPushNotificationConfig")
-            .is_some_and(present)
-        {
-            return Err(A2aError::push_not_supported());
+        match configuration.get("taskPushNotificationConfig") {
+            Some(Value::Object(config)) if present(&Value::Object(config.clone())) => {
+                if !a2a.push {
+                    return Err(A2aError::push_not_supported());
+                }
+                // The task id is the action id derived below; the config's own id defaults to it.
+                push = Some(config.clone());
+            }
+            Some(other) if present(other) => {
+                return Err(A2aError::invalid_params(
+                    "taskPushNotificationConfig must be an object",
+                ));
+            }
+            _ => {}
         }
         if let Some(Value::Array(modes)) = configuration.get("acceptedOutputModes")
             && !modes.is_empty()
@@ -109,6 +121,7 @@ fn parse(a2a: &A2aState, params: &Map<String, Value>) -> Result<Parsed, A2aError
         input,
         message_id: message_id.to_owned(),
         return_immediately,
+        push: push.map(|c| super::push::parse(&c, "")).transpose()?,
     })
 }
 
@@ -195,8 +208,16 @@ fn action_id(call: &Call<'_>, message_id: &str) -> String {
 async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<String, A2aError> {
     let id = action_id(call, &parsed.message_id);
     let keyed = crate::profile::takes_keys(&parsed.capability);
+    let callback = parsed.push.map(|mut config| {
+        if config.id.is_empty() {
+            config.id = id.clone();
+            config.metadata["id"] = Value::String(id.clone());
+        }
+        super::push::callback(config)
+    });
     let request = ActionRequest::plain(Action {
         mode: Some(mode),
+        callback,
         idempotency_key: keyed.then(|| parsed.message_id.clone()),
         ..Action::plain(
             ActionId::new(id.clone()),
