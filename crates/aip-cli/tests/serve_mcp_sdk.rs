@@ -334,6 +334,14 @@ async fn the_official_mcp_conformance_suite_passes_every_scenario_outside_its_ba
             return;
         }
     };
+    // The suite's tool fixtures run as an upstream MCP server (the Python SDK).
+    let python = match python() {
+        Ok(p) => p,
+        Err(why) => {
+            support::skip_or_fail(&format!("MCP conformance suite: {why}"));
+            return;
+        }
+    };
     let dir = tempfile::tempdir().unwrap();
     let alice = token_file(dir.path(), "alice.token", ALICE);
     let config = dir.path().join("aip.toml");
@@ -358,11 +366,38 @@ async fn the_official_mcp_conformance_suite_passes_every_scenario_outside_its_ba
 id = "alice"
 kind = "agent"
 tenant = "default"
-scopes = ["invoke:cap:demo:*"]
+scopes = ["invoke:cap:demo:*", "invoke:cap:mcp:conf:*"]
 token_file = "{alice}"
 
 [mcp]
 dev_principal = "alice"
+
+[[mcp_upstreams]]
+name = "conf"
+command = "{python}"
+args = ["{tools_script}"]
+[mcp_upstreams.overrides.test_simple_text]
+mcp_name = "test_simple_text"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_image_content]
+mcp_name = "test_image_content"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_audio_content]
+mcp_name = "test_audio_content"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_embedded_resource]
+mcp_name = "test_embedded_resource"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_multiple_content_types]
+mcp_name = "test_multiple_content_types"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_error_handling]
+mcp_name = "test_error_handling"
 
 [[mcp.resource_templates]]
 uri_template = "test://template/{{id}}/data"
@@ -406,7 +441,11 @@ arguments = [{{ name = "arg1", required = true, values = ["test-one", "testing",
 messages = [{{ role = "user", text = "Prompt with arguments: arg1='{{{{arg1}}}}', arg2='{{{{arg2}}}}'" }}]
 "#,
             root = root.display(),
-            alice = alice.display()
+            alice = alice.display(),
+            python = python.display(),
+            tools_script = workspace()
+                .join("tests/interop/mcp_conformance_tools.py")
+                .display(),
         ),
     )
     .unwrap();

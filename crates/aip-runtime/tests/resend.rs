@@ -43,6 +43,7 @@ impl ActionHandler for Counted {
         self.0.fetch_add(1, Ordering::SeqCst);
         Ok(HandlerOutput {
             output: input.clone(),
+            message: Vec::new(),
         })
     }
 }

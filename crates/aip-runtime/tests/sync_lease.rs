@@ -45,6 +45,7 @@ impl ActionHandler for SlowWrite {
         tokio::time::sleep(Duration::from_millis(ms)).await;
         Ok(HandlerOutput {
             output: json!({ "written": true }),
+            message: Vec::new(),
         })
     }
 }

@@ -57,6 +57,7 @@ impl ActionHandler for Wild {
         }
         Ok(HandlerOutput {
             output: input.clone(),
+            message: Vec::new(),
         })
     }
 }

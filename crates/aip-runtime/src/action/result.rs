@@ -19,6 +19,11 @@ pub(crate) struct Settled {
     pub(crate) result: ActionResult,
 }
 
+/// Message parts a completed result may carry.
+const MAX_RESULT_PARTS: usize = 32;
+/// Their largest serialized size (inline media included).
+const MAX_RESULT_PARTS_BYTES: usize = 4 << 20;
+
 /// A result of `status` with nothing else set.
 pub(crate) fn bare(action_id: &str, status: ActionResultStatus) -> ActionResult {
     ActionResult {
@@ -84,8 +89,24 @@ pub(crate) fn settle(
                     result: failed_with(action_id, ErrorCode::OutputSchemaViolation, &text),
                 };
             }
+            if out.message.len() > MAX_RESULT_PARTS
+                || serde_json::to_vec(&out.message).map_or(usize::MAX, |b| b.len())
+                    > MAX_RESULT_PARTS_BYTES
+            {
+                return Settled {
+                    state: ActionState::Failed,
+                    result: failed_with(
+                        action_id,
+                        ErrorCode::OutputSchemaViolation,
+                        &format!(
+                            "the handler's result message exceeds {MAX_RESULT_PARTS} parts or {MAX_RESULT_PARTS_BYTES} bytes"
+                        ),
+                    ),
+                };
+            }
             let mut result = bare(action_id, ActionResultStatus::Completed);
             result.output = Some(out.output);
+            result.message = out.message;
             Settled {
                 state: ActionState::Completed,
                 result,

@@ -44,6 +44,7 @@ impl ActionHandler for EchoHandler {
     ) -> Result<HandlerOutput, HandlerError> {
         Ok(HandlerOutput {
             output: input.clone(),
+            message: Vec::new(),
         })
     }
 }
@@ -88,7 +89,7 @@ impl ActionHandler for SleepHandler {
         tokio::select! {
             () = ctx.cancellation.cancelled() => Err(HandlerError::Cancelled),
             () = tokio::time::sleep(wanted.min(budget)) => {
-                if wanted > budget { Err(HandlerError::DeadlineExceeded) } else { Ok(HandlerOutput { output: json!({ "slept_ms": ms }) }) }
+                if wanted > budget { Err(HandlerError::DeadlineExceeded) } else { Ok(HandlerOutput { output: json!({ "slept_ms": ms }), message: Vec::new() }) }
             }
         }
     }
@@ -161,7 +162,10 @@ impl ActionHandler for BookHandler {
             body: body.clone(),
         };
         match self.store.insert_record(record).await {
-            Ok(()) => Ok(HandlerOutput { output: body }),
+            Ok(()) => Ok(HandlerOutput {
+                output: body,
+                message: Vec::new(),
+            }),
             Err(StoreError::Duplicate { .. }) => Err(HandlerError::Failed {
                 code: ErrorCode::DemoDuplicateBooking.as_str().into(),
                 message: "this booking was already recorded".into(),
@@ -223,6 +227,7 @@ impl ActionHandler for BookingsHandler {
             .collect();
         Ok(HandlerOutput {
             output: json!({ "count": count, "bookings": bookings }),
+            message: Vec::new(),
         })
     }
 }
@@ -464,7 +469,10 @@ impl ActionHandler for TransferHandler {
             body: body.clone(),
         };
         match self.store.insert_record(record).await {
-            Ok(()) => Ok(HandlerOutput { output: body }),
+            Ok(()) => Ok(HandlerOutput {
+                output: body,
+                message: Vec::new(),
+            }),
             Err(StoreError::Duplicate { .. }) => Err(HandlerError::Failed {
                 code: ErrorCode::DemoDuplicateTransfer.as_str().into(),
                 message: "this action's transfer was already recorded".into(),
@@ -560,6 +568,7 @@ impl ActionHandler for CountHandler {
         ctx.chunks.emit_batch(pending).await?;
         Ok(HandlerOutput {
             output: json!({ "count": n }),
+            message: Vec::new(),
         })
     }
 }

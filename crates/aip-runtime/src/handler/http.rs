@@ -140,6 +140,7 @@ impl HttpHandler {
         match value.get("output") {
             Some(output) => Ok(HandlerOutput {
                 output: output.clone(),
+                message: Vec::new(),
             }),
             None => {
                 Err(self.bad_response(ctx, "handler response has neither `output` nor `error`"))

@@ -225,6 +225,9 @@ impl TrustedContext {
 pub struct HandlerOutput {
     /// Structured output; validated against the capability's output schema before `completed`.
     pub output: Value,
+    /// User-facing message parts of the result (text, images, audio, files), bounded like the
+    /// output; profiles project them (MCP content blocks).
+    pub message: Vec<aip_core::MessagePart>,
 }
 
 /// Why a handler did not complete. Each variant maps to one lifecycle outcome.

@@ -236,9 +236,11 @@ impl ActionHandler for PaymentHandler {
             // Full simulation: everything a commit would check and charge, nothing written.
             TransactionMode::DryRun => Ok(HandlerOutput {
                 output: json!({ "would_charge_minor": amount + fee, "amount_minor": amount, "fee_minor": fee, "to": to }),
+                message: Vec::new(),
             }),
             TransactionMode::Plan => Ok(HandlerOutput {
                 output: json!({ "total_minor": amount + fee, "amount_minor": amount, "fee_minor": fee, "to": to }),
+                message: Vec::new(),
             }),
             TransactionMode::Commit | TransactionMode::Execute => {
                 let operation = tx.operation.as_ref().ok_or_else(|| {
@@ -354,7 +356,10 @@ impl PaymentHandler {
                 "the provider timed out after the payment was sent".into(),
             ));
         }
-        Ok(HandlerOutput { output })
+        Ok(HandlerOutput {
+            output,
+            message: Vec::new(),
+        })
     }
 }
 
@@ -451,7 +456,10 @@ impl ActionHandler for RefundHandler {
             body: body.clone(),
         };
         match write(&self.store, ctx, record).await {
-            Ok(()) => Ok(HandlerOutput { output: body }),
+            Ok(()) => Ok(HandlerOutput {
+                output: body,
+                message: Vec::new(),
+            }),
             Err(StoreError::Duplicate { .. }) => Err(failed(
                 ErrorCode::DemoNothingToRefund,
                 "this payment was refunded already",

@@ -380,7 +380,10 @@ impl ActionHandler for PeerHandler {
                         DelegationStatus::Completed => {
                             let output =
                                 result.result.and_then(|r| r.output).unwrap_or(Value::Null);
-                            return Ok(HandlerOutput { output });
+                            return Ok(HandlerOutput {
+                                output,
+                                message: Vec::new(),
+                            });
                         }
                         DelegationStatus::Cancelled if cancel_sent => {
                             return Err(HandlerError::Cancelled);

@@ -37,6 +37,7 @@ pub(crate) async fn step(
                     "committed": false,
                     "simulation": simulation,
                 }),
+                message: Vec::new(),
             })
         }
         TransactionMode::Plan => {
@@ -48,6 +49,7 @@ pub(crate) async fn step(
                     "plan": slot.plan,
                     "quote": quote,
                 }),
+                message: Vec::new(),
             })
         }
         TransactionMode::Reconcile => {
@@ -75,7 +77,10 @@ pub(crate) async fn step(
                     json!({ "outcome": "pending", "provider_operation": operation, "reconcile_after_ms": after, "cursor": cursor })
                 }
             };
-            Ok(HandlerOutput { output })
+            Ok(HandlerOutput {
+                output,
+                message: Vec::new(),
+            })
         }
         TransactionMode::Execute
         | TransactionMode::Commit

@@ -44,6 +44,7 @@ impl ActionHandler for Stubborn {
         self.0.notified().await;
         Ok(HandlerOutput {
             output: json!({ "released": true }),
+            message: Vec::new(),
         })
     }
 }

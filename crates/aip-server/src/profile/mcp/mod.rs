@@ -10,6 +10,7 @@
 //! capabilities. What is not implemented (sampling, elicitation) is not advertised and its methods
 //! are "method not found"; completions cover configured prompt arguments.
 
+pub mod content;
 mod facade;
 mod legacy;
 pub mod oauth;

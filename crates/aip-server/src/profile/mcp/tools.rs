@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use aip_core::{
     Action, ActionId, ActionMode, ActionResult, ActionResultStatus, Capability, CapabilityId,
-    IdempotencyRequirement, MessagePart, SideEffect,
+    IdempotencyRequirement, SideEffect,
 };
 use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
 use serde_json::{Map, Value, json};
@@ -664,8 +664,12 @@ fn project(result: &ActionResult, version: Version) -> Value {
     let action_id = result.action_id.as_str();
     match result.status {
         ActionResultStatus::Completed => {
-            let mut content: Vec<Value> = result.message.iter().filter_map(text_part).collect();
-            if let Some(output) = &result.output {
+            // The result's message is what it shows (text, images, audio, resources); without
+            // one, the structured output as JSON text.
+            let mut content = super::content::to_blocks(&result.message, version);
+            if content.is_empty()
+                && let Some(output) = &result.output
+            {
                 content.push(json!({ "type": "text", "text": output.to_string() }));
             }
             let mut value = json!({ "content": content, "isError": false, "_meta": { META_KEY: { "action_id": action_id } } });
@@ -688,12 +692,6 @@ fn project(result: &ActionResult, version: Version) -> Value {
             )
         }
     }
-}
-
-fn text_part(part: &MessagePart) -> Option<Value> {
-    let value = serde_json::to_value(part).ok()?;
-    let text = value.get("text")?.as_str()?;
-    Some(json!({ "type": "text", "text": text }))
 }
 
 /// `isError: true` with the native facts in `_meta` and as JSON text, never as

@@ -124,7 +124,13 @@ fn project(result: &Value) -> Result<HandlerOutput, HandlerError> {
         Some(structured @ Value::Object(_)) => structured.clone(),
         _ => json!({ "content": result.get("content").cloned().unwrap_or_else(|| json!([])) }),
     };
-    Ok(HandlerOutput { output })
+    // The blocks themselves (images, audio, resources) as the result's message.
+    let message = result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|c| super::super::content::to_parts(c))
+        .unwrap_or_default();
+    Ok(HandlerOutput { output, message })
 }
 
 /// Reads one resource of one upstream (`resources/read`): the capability that produces the
@@ -182,6 +188,9 @@ impl ActionHandler for ResourceHandler {
             [one] if one.get("text").is_some_and(Value::is_string) => one["text"].clone(),
             _ => Value::Array(contents.clone()),
         };
-        Ok(HandlerOutput { output })
+        Ok(HandlerOutput {
+            output,
+            message: Vec::new(),
+        })
     }
 }

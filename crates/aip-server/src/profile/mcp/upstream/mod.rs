@@ -154,6 +154,9 @@ pub struct ToolOverride {
     /// An approval policy (spec 12.1 `ApprovalPolicy`) every call needs.
     #[serde(default)]
     pub approval: Option<Value>,
+    /// The tool's name on this node's own `/mcp` (default: derived from the capability id).
+    #[serde(default)]
+    pub mcp_name: Option<String>,
 }
 
 /// Connects every upstream and returns its tools as capabilities. An upstream that cannot be
@@ -402,6 +405,10 @@ fn capability(prefix: &str, tool: &Value, o: &ToolOverride) -> Result<(Capabilit
     }
     if let Some(output) = output_schema {
         value["output_schema"] = output;
+    }
+    // The MCP tool name `/mcp` serves it under (checked like every tool name at startup).
+    if let Some(mcp_name) = &o.mcp_name {
+        value["bindings"] = json!([{ "profile": super::PROFILE, "tool": mcp_name }]);
     }
     let capability: Capability = serde_json::from_value(value).map_err(|e| e.to_string())?;
     Ok((capability, mutation))
