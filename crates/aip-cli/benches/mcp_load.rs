@@ -5,9 +5,13 @@
 //!
 //! Run with `cargo bench -p aip-cli --bench mcp_load`; `AIP_BENCH_REQUESTS` overrides the operations
 //! per level (default 3000), `AIP_BENCH_LEVELS` the concurrency levels (default 1,16).
+//!
+//! A third column is a minimal MCP server built with the official Rust SDK `rmcp` (`rmcp_echo`):
+//! the same `tools/call` over Streamable HTTP, answered after one SQLite insert.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
+mod rmcp_echo;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,16 +60,28 @@ async fn open(http: &reqwest::Client, url: &str, token: &str) -> Session {
 async fn tool_call(http: &reqwest::Client, url: &str, token: &str, session: &Session, i: usize) {
     let id = session.next.fetch_add(1, Ordering::Relaxed);
     let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "demo_echo", "arguments": {"i": i}}});
-    let answer: Value = common::call(
-        http.post(url)
-            .bearer_auth(token)
-            .header("accept", "application/json, text/event-stream")
-            .header("content-type", "application/json")
-            .header("mcp-session-id", &session.id)
-            .header("mcp-protocol-version", "2025-06-18")
-            .body(body.to_string()),
-    )
-    .await;
+    let response = http
+        .post(url)
+        .bearer_auth(token)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-session-id", &session.id)
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let text = response.text().await.unwrap();
+    assert!(status.is_success(), "HTTP {status}: {text}");
+    // A JSON answer, or an SSE stream whose last `data:` line is the answer.
+    let json = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(str::trim)
+        .rfind(|d| !d.is_empty())
+        .unwrap_or(&text);
+    let answer: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {text}"));
     assert_eq!(answer["result"]["isError"], false, "{answer}");
 }
 
@@ -92,9 +108,10 @@ fn main() {
     );
     println!("load average (1 min) before: {}", common::load_average());
     println!(
-        "| concurrency | native sync actions/s | native p50 ms | MCP tools/call/s | MCP p50 ms | MCP p99 ms | MCP/native |"
+        "| concurrency | native sync actions/s | native p50 ms | MCP tools/call/s | MCP p50 ms | MCP p99 ms | MCP/native | rmcp tools/call/s | rmcp p50 ms | MCP/rmcp |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let rmcp_url = rt.block_on(rmcp_echo::start(&dir));
     for level in levels {
         let native = rt.block_on(common::measure(requests, level, {
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
@@ -127,14 +144,34 @@ fn main() {
                 }
             }
         }));
+        let rmcp_sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
+            let mut all = Vec::new();
+            for _ in 0..level {
+                all.push(open(&http, &rmcp_url, "unused").await);
+            }
+            all
+        }));
+        let rmcp = rt.block_on(common::measure(requests, level, {
+            let (http, url, sessions) = (http.clone(), rmcp_url.clone(), rmcp_sessions.clone());
+            move |i| {
+                let (http, url, sessions) = (http.clone(), url.clone(), sessions.clone());
+                async move {
+                    let session = &sessions[i % sessions.len()];
+                    tool_call(&http, &url, "unused", session, i).await;
+                }
+            }
+        }));
         println!(
-            "| {level} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x |",
+            "| {level} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} | {:.2}x | {:.0} | {:.2} | {:.2}x |",
             native.rate,
             native.p50_ms,
             mcp.rate,
             mcp.p50_ms,
             mcp.p99_ms,
-            mcp.rate / native.rate
+            mcp.rate / native.rate,
+            rmcp.rate,
+            rmcp.p50_ms,
+            mcp.rate / rmcp.rate
         );
     }
     println!("load average (1 min) after: {}", common::load_average());
