@@ -125,9 +125,20 @@ async fn prepare(
     spec: &DeliverySpec,
     attempt: u32,
 ) -> Result<Prepared, RuntimeError> {
+    let action = runtime
+        .store()
+        .get_action(&delivery.tenant, &delivery.action_id)
+        .await?
+        .ok_or_else(|| {
+            views::corrupt(format!(
+                "delivery {} of a missing action",
+                delivery.delivery_id
+            ))
+        })?;
     let (body, rendered_headers) = match runtime.delivery_renderer(&spec.profile) {
         Some(renderer) => {
-            let status = delivered_status(runtime, delivery).await?;
+            // The status as delivered, with the result once terminal.
+            let status = status_as_delivered(&action, delivery, true)?;
             match renderer.render(&status, spec.metadata.as_ref()) {
                 Ok(r) => {
                     let mut headers = r.headers;
@@ -137,7 +148,7 @@ async fn prepare(
                 Err(e) => return Ok(Err(SendError::Permanent(format!("render: {e}")))),
             }
         }
-        None => (message_bytes(runtime, delivery, spec).await?, Vec::new()),
+        None => (message_bytes(runtime, &action, delivery, spec)?, Vec::new()),
     };
     let policy = &runtime.config().callbacks;
     if body.len() > policy.max_request_bytes {
@@ -174,25 +185,16 @@ async fn prepare(
 /// The delivered envelope, byte-identical on every attempt: the action's result for a terminal
 /// state (its status when no result was stored), else its status as of the transition; signed with
 /// the node key when the policy signs.
-async fn message_bytes(
+fn message_bytes(
     runtime: &Runtime,
+    action: &aip_store::ActionRecord,
     delivery: &DeliveryRecord,
     spec: &DeliverySpec,
 ) -> Result<Vec<u8>, RuntimeError> {
-    let action = runtime
-        .store()
-        .get_action(&delivery.tenant, &delivery.action_id)
-        .await?
-        .ok_or_else(|| {
-            views::corrupt(format!(
-                "delivery {} of a missing action",
-                delivery.delivery_id
-            ))
-        })?;
     let terminal = delivery.action_state.is_terminal();
-    let body: MessageBody = match result::stored(&action)? {
+    let body: MessageBody = match result::stored(action)? {
         Some(result) if terminal => result.into(),
-        _ => status_as_delivered(&action, delivery, false)?.into(),
+        _ => status_as_delivered(action, delivery, false)?.into(),
     };
     let mut envelope = Envelope::new(body);
     envelope.message_id = MessageId::new(delivery.message_id.clone());
@@ -228,24 +230,6 @@ fn status_as_delivered(
         status.result = None;
     }
     Ok(status)
-}
-
-/// What a rendering profile renders: the status as delivered, with the result once terminal.
-async fn delivered_status(
-    runtime: &Runtime,
-    delivery: &DeliveryRecord,
-) -> Result<aip_core::ActionStatus, RuntimeError> {
-    let action = runtime
-        .store()
-        .get_action(&delivery.tenant, &delivery.action_id)
-        .await?
-        .ok_or_else(|| {
-            views::corrupt(format!(
-                "delivery {} of a missing action",
-                delivery.delivery_id
-            ))
-        })?;
-    status_as_delivered(&action, delivery, true)
 }
 
 /// Sends one attempt to the target's profile, bounded by the policy timeout (and by half the

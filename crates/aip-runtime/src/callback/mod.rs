@@ -141,31 +141,14 @@ pub(crate) async fn admit(
     callback: &Callback,
 ) -> Result<CallbackSubscription, CallbackError> {
     let policy = &runtime.config().callbacks;
-    if !policy.enabled {
-        return Err(CallbackError::TargetDenied(
-            "callbacks are disabled on this node".into(),
-        ));
-    }
+    ensure_enabled(policy)?;
+    let profile = callback.profile.as_str();
     // A rendering profile's metadata is its own (credentials to send back, ...): kept for its
     // renderer, bounded; every transition is delivered.
-    if runtime
-        .delivery_renderer(callback.profile.as_str())
-        .is_some()
-    {
-        let request = subscribe::SubscriptionRequest {
-            subscription_id: String::new(),
-            profile: callback.profile.as_str().to_owned(),
-            target: callback.target.clone(),
-            metadata: callback.metadata.clone().filter(|m| !m.is_null()),
-            terminal_only: false,
-        };
-        return runtime
-            .check_subscription(&request)
-            .await
-            .map_err(|e| match e {
-                crate::error::RuntimeError::Callback(c) => c,
-                other => CallbackError::TargetInvalid(other.to_string()),
-            });
+    if runtime.delivery_renderer(profile).is_some() {
+        let metadata = callback.metadata.clone().filter(|m| !m.is_null());
+        let every_state = (false, policy.max_attempts);
+        return checked(runtime, profile, &callback.target, every_state, metadata).await;
     }
     let metadata: Metadata = match &callback.metadata {
         None | Some(Value::Null) => Metadata::default(),
@@ -185,18 +168,61 @@ pub(crate) async fn admit(
             )));
         }
     };
-    let target = callback.target.as_str();
+    let terminal_only = metadata.terminal_only.unwrap_or(true);
+    checked(
+        runtime,
+        profile,
+        &callback.target,
+        (terminal_only, max_attempts),
+        None,
+    )
+    .await
+}
+
+fn ensure_enabled(policy: &CallbackPolicy) -> Result<(), CallbackError> {
+    match policy.enabled {
+        true => Ok(()),
+        false => Err(CallbackError::TargetDenied(
+            "callbacks are disabled on this node".into(),
+        )),
+    }
+}
+
+/// Largest profile metadata of a callback, serialized.
+const MAX_METADATA_BYTES: usize = 4096;
+
+/// The deployment policy every callback target passes, admitted with its action or added later
+/// (spec 17.1, 17.4): callbacks enabled, bounded target and metadata, the profile's target check
+/// (HTTP and rendering profiles: scheme, hosts and the address policy; NATS: the subject); then
+/// the subscription with the policy's delivery settings, `(terminal_only, max_attempts)`.
+pub(crate) async fn checked(
+    runtime: &Runtime,
+    profile: &str,
+    target: &str,
+    (terminal_only, max_attempts): (bool, u32),
+    metadata: Option<Value>,
+) -> Result<CallbackSubscription, CallbackError> {
+    let policy = &runtime.config().callbacks;
+    ensure_enabled(policy)?;
+    if metadata
+        .as_ref()
+        .is_some_and(|m| m.to_string().len() > MAX_METADATA_BYTES)
+    {
+        return Err(CallbackError::TargetInvalid(format!(
+            "callback metadata is larger than {MAX_METADATA_BYTES} bytes"
+        )));
+    }
     if target.len() > MAX_TARGET_LEN {
         return Err(CallbackError::TargetInvalid(format!(
             "the target is longer than {MAX_TARGET_LEN} bytes"
         )));
     }
-    match callback.profile.as_str() {
-        HTTP_PROFILE => {
+    match profile {
+        NATS_PROFILE => check_subject(runtime, target)?,
+        p if p == HTTP_PROFILE || runtime.delivery_renderer(p).is_some() => {
             let url = http::parse_target(policy, target)?;
             http::check_address(policy, &url).await?;
         }
-        NATS_PROFILE => check_subject(runtime, target)?,
         other => {
             return Err(CallbackError::TargetInvalid(format!(
                 "callback profile {other} is not supported (use {HTTP_PROFILE} or {NATS_PROFILE})"
@@ -204,22 +230,23 @@ pub(crate) async fn admit(
         }
     }
     let spec = DeliverySpec {
-        profile: callback.profile.as_str().to_owned(),
+        profile: profile.to_owned(),
         target: target.to_owned(),
-        terminal_only: metadata.terminal_only.unwrap_or(true),
+        terminal_only,
         max_attempts,
         timeout_ms: policy.timeout_ms,
         retry_backoff_ms: policy.retry_backoff_ms.clone(),
         sign_payload: policy.sign_payload,
-        metadata: None,
+        metadata,
     };
     Ok(CallbackSubscription {
         profile: spec.profile.clone(),
         target: spec.target.clone(),
-        terminal_only: spec.terminal_only,
+        terminal_only,
         max_attempts,
-        // A struct of strings, numbers and booleans always serializes.
-        spec: serde_json::to_value(&spec).unwrap_or(Value::Null),
+        spec: serde_json::to_value(&spec).map_err(|_| {
+            CallbackError::TargetInvalid("the callback metadata does not serialize".into())
+        })?,
     })
 }
 

@@ -14,7 +14,7 @@ use aip_store::{ActionSubscriptionRecord, CallbackSubscription, NewActionSubscri
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{DeliverySpec, HTTP_PROFILE, MAX_TARGET_LEN, http};
+use super::DeliverySpec;
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::{CallbackError, RuntimeError};
@@ -24,8 +24,6 @@ use crate::runtime::Runtime;
 pub const MAX_SUBSCRIPTIONS_PER_ACTION: u32 = 10;
 /// Longest subscription id.
 const MAX_SUBSCRIPTION_ID: usize = 128;
-/// Largest profile metadata, serialized.
-const MAX_METADATA_BYTES: usize = 4096;
 
 /// The body and headers of one delivery, as its profile shapes it.
 #[derive(Debug, Clone)]
@@ -169,61 +167,27 @@ impl Runtime {
         }
     }
 
-    /// The policy checks of an admitted callback, for a target named later (and for a rendering
-    /// profile's callback at admission).
-    pub(crate) async fn check_subscription(
+    /// The policy checks of an admitted callback, for a target named later (NATS subjects are
+    /// for callbacks admitted with their action only).
+    async fn check_subscription(
         &self,
         request: &SubscriptionRequest,
     ) -> Result<CallbackSubscription, RuntimeError> {
-        let policy = &self.config().callbacks;
-        if request
-            .metadata
-            .as_ref()
-            .is_some_and(|m| m.to_string().len() > MAX_METADATA_BYTES)
-        {
-            return Err(CallbackError::TargetInvalid(format!(
-                "callback metadata is larger than {MAX_METADATA_BYTES} bytes"
-            ))
-            .into());
-        }
-        if !policy.enabled {
-            return Err(
-                CallbackError::TargetDenied("callbacks are disabled on this node".into()).into(),
-            );
-        }
-        if request.profile != HTTP_PROFILE && self.delivery_renderer(&request.profile).is_none() {
+        if request.profile == super::NATS_PROFILE {
             return Err(CallbackError::TargetInvalid(format!(
                 "callback profile {} is not supported here",
                 request.profile
             ))
             .into());
         }
-        if request.target.len() > MAX_TARGET_LEN {
-            return Err(CallbackError::TargetInvalid(format!(
-                "the target is longer than {MAX_TARGET_LEN} bytes"
-            ))
-            .into());
-        }
-        let url = http::parse_target(policy, &request.target)?;
-        http::check_address(policy, &url).await?;
-        let spec = DeliverySpec {
-            profile: request.profile.clone(),
-            target: request.target.clone(),
-            terminal_only: request.terminal_only,
-            max_attempts: policy.max_attempts,
-            timeout_ms: policy.timeout_ms,
-            retry_backoff_ms: policy.retry_backoff_ms.clone(),
-            sign_payload: policy.sign_payload,
-            metadata: request.metadata.clone(),
-        };
-        Ok(CallbackSubscription {
-            profile: spec.profile.clone(),
-            target: spec.target.clone(),
-            terminal_only: spec.terminal_only,
-            max_attempts: spec.max_attempts,
-            spec: serde_json::to_value(&spec)
-                .map_err(|_| RuntimeError::Internal("unserializable subscription"))?,
-        })
+        Ok(super::checked(
+            self,
+            &request.profile,
+            &request.target,
+            (request.terminal_only, self.config().callbacks.max_attempts),
+            request.metadata.clone(),
+        )
+        .await?)
     }
 }
 

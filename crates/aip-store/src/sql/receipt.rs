@@ -16,6 +16,22 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
     async fn append_receipt(&self, receipt: NewReceipt) -> StoreResult<ReceiptRecord> {
         self.write(false, move |tx| {
             Box::pin(async move {
+                // A purged chain is never restarted under the same id. Only this path can reach
+                // one: retention purges chains of ended actions, which admissions (new ids),
+                // transitions (live actions only), approvals, deliveries and settlements never
+                // append to; appends after the end (a delegation's reconciliation) come here.
+                if receipt.previous_hash.is_none()
+                    && super::evidence::tx_chain_purged(
+                        &mut *tx,
+                        &receipt.tenant,
+                        &receipt.chain_id,
+                    )
+                    .await?
+                {
+                    return Err(StoreError::ReceiptChainConflict {
+                        chain_id: receipt.chain_id.clone(),
+                    });
+                }
                 let position = tx_append_receipts(&mut *tx, std::slice::from_ref(&receipt)).await?;
                 let position = position
                     .first()
@@ -156,12 +172,6 @@ pub(super) async fn tx_append_receipts(
             chain_id: first.chain_id.clone(),
         };
         let start: i64 = match first.previous_hash.as_deref() {
-            // A purged chain is never restarted under the same id.
-            None if super::evidence::tx_chain_purged(&mut *tx, &first.tenant, &first.chain_id)
-                .await? =>
-            {
-                return Err(conflict());
-            }
             None => 0,
             Some(prev) => {
                 let last = query(
