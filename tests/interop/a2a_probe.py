@@ -8,8 +8,8 @@ Each step is {"op": ..., ...}:
   extended_card                         -> GetExtendedAgentCard
   send {capability?, data?, text?, message_id?, return_immediately?}
                                         -> every StreamResponse the SDK yields (streaming or not)
-  (send also takes metadata {...} merged into the message's, and context_id)
-  get {id} / cancel {id} / list {page_size?} / subscribe {id}
+  (send also takes metadata {...} merged into the message's, context_id and task_id)
+  get {id} / cancel {id} / list {page_size?, context_id?} / subscribe {id}
   push_create {id, url, config_id?, token?, scheme?, credentials?} / push_get {id, config_id}
   push_list {id} / push_delete {id, config_id}
   (send also takes push {url, token?}: a TaskPushNotificationConfig given with the message)
@@ -62,6 +62,8 @@ def message(step):
         msg.metadata.update(step["metadata"])
     if "context_id" in step:
         msg.context_id = step["context_id"]
+    if "task_id" in step:
+        msg.task_id = step["task_id"]
     return msg
 
 
@@ -89,6 +91,8 @@ async def run_step(client, card, step):
         request = ListTasksRequest()
         if "page_size" in step:
             request.page_size = step["page_size"]
+        if "context_id" in step:
+            request.context_id = step["context_id"]
         return to_json(await client.list_tasks(request))
     if op == "subscribe":
         events = client.subscribe(SubscribeToTaskRequest(id=step["id"]))

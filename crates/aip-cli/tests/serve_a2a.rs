@@ -16,10 +16,14 @@ use support::{Server, token_file};
 
 const ALICE: &str = "alice-token-0123456789abcdef";
 const BOB: &str = "bob-token-0123456789abcdef01";
+const CAROL: &str = "carol-token-0123456789abcdef0";
+const APPROVER: &str = "approver-token-0123456789abcdef";
 
 fn config(dir: &Path) -> PathBuf {
     let alice = token_file(dir, "alice.token", ALICE);
     let bob = token_file(dir, "bob.token", BOB);
+    let carol = token_file(dir, "carol.token", CAROL);
+    let approver = token_file(dir, "approver.token", APPROVER);
     let path = dir.join("aip.toml");
     std::fs::write(
         &path,
@@ -38,12 +42,39 @@ id = "bob"
 token_file = "{bob}"
 scopes = ["invoke:cap:demo:*"]
 
+[[principals]]
+id = "carol"
+token_file = "{carol}"
+scopes = ["invoke:cap:demo:echo", "invoke:cap:ext:charge"]
+
+[[principals]]
+id = "approver"
+token_file = "{approver}"
+scopes = []
+roles = ["approver"]
+
+# Keys scoped to an external account: a caller bound to none is refused by policy at admission
+# (the A2A messageId is the key). Never dispatched in these tests.
+[[capabilities]]
+id = "cap:ext:charge"
+name = "Charge"
+kind = "tool"
+input_schema = {{ type = "object" }}
+handler = {{ type = "http", url = "http://127.0.0.1:9/charge", timeout_ms = 400 }}
+[capabilities.contract]
+side_effects = ["financial"]
+idempotency = {{ requirement = "required", collision_behavior = "reject_conflict", key_scope = "external_account" }}
+execution = {{ supports_sync = true, supports_async = false, supports_streaming = false, supports_cancel = false, supports_retry = false, expected_completion = "sync", retry_safety = "unsafe" }}
+data = {{ sensitivity = "restricted", contains_pii = false, redaction_required = false }}
+
 [a2a]
 public_skills = ["cap:demo:echo"]
 default_capability = "cap:demo:echo"
 "#,
             alice = alice.display(),
-            bob = bob.display()
+            bob = bob.display(),
+            carol = carol.display(),
+            approver = approver.display()
         ),
     )
     .unwrap();
@@ -204,7 +235,7 @@ async fn approvals_cancellation_ownership_and_refused_features_keep_native_seman
         &[
             // An approval-gated capability: input-required (never completed); the stream closes.
             json!({ "op": "send", "capability": "cap:demo:transfer", "data": { "amount_minor": 250000, "to": "acct:bob" } }),
-            json!({ "op": "send", "text": "again", "context_id": "ctx-1" }),
+            json!({ "op": "send", "text": "again", "task_id": "act_x" }),
             json!({ "op": "push_create", "id": "act_nothing", "url": "http://127.0.0.1:9/hook" }),
         ],
     );
@@ -460,5 +491,184 @@ async fn the_wire_refuses_missing_versions_old_methods_and_unauthenticated_calls
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
         format!("http://{}/a2a", server.base)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_ids_group_tasks_in_native_sessions_and_policy_refusals_are_rejected() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config(dir.path())), &[]);
+    let send = |text: &str, context: Option<&str>| {
+        let mut step = json!({ "op": "send", "text": text });
+        if let Some(context) = context {
+            step["context_id"] = json!(context);
+        }
+        step
+    };
+    let first = probe(
+        &python,
+        &server,
+        ALICE,
+        false,
+        &[send("one", Some("ctx-1")), send("alone", None)],
+    );
+    let one = first_task(&first[0]).clone();
+    let alone = first_task(&first[1]).clone();
+    assert_eq!(one["contextId"], "ctx-1", "{one}");
+    // A task outside any context is a context of its own.
+    assert_eq!(alone["contextId"], alone["id"], "{alone}");
+    let alone_id = alone["id"].as_str().unwrap().to_owned();
+    let more = probe(
+        &python,
+        &server,
+        ALICE,
+        true,
+        &[
+            send("two", Some("ctx-1")),
+            send("follow-up", Some(&alone_id)),
+            json!({ "op": "list", "context_id": "ctx-1" }),
+            json!({ "op": "list", "context_id": alone_id }),
+            json!({ "op": "get", "id": one["id"] }),
+        ],
+    );
+    let two = first_task(&more[0]).clone();
+    assert_eq!(two["contextId"], "ctx-1", "{two}");
+    let streamed = ok(&more[0]).as_array().unwrap();
+    assert!(
+        streamed
+            .iter()
+            .filter_map(|e| e.pointer("/statusUpdate/contextId"))
+            .all(|c| c == "ctx-1"),
+        "{streamed:?}"
+    );
+    let follow_up = first_task(&more[1]).clone();
+    assert_eq!(follow_up["contextId"], alone_id.as_str(), "{follow_up}");
+    let ids = |listed: &Value| -> Vec<String> {
+        listed["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut in_ctx = ids(ok(&more[2]));
+    in_ctx.sort();
+    let mut expected = vec![
+        one["id"].as_str().unwrap().to_owned(),
+        two["id"].as_str().unwrap().to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(in_ctx, expected);
+    assert_eq!(
+        ids(ok(&more[3])),
+        [
+            alone_id.clone(),
+            follow_up["id"].as_str().unwrap().to_owned()
+        ]
+    );
+    assert_eq!(ok(&more[4])["contextId"], "ctx-1");
+    // Natively, the context is one session of alice's, opened by the A2A profile; the tasks are
+    // its actions and nothing links them as parent and child.
+    let alice = server.client(ALICE);
+    let (_, action) = alice
+        .get(&format!("/aip/v1/actions/{}", one["id"].as_str().unwrap()))
+        .await;
+    let session = action["session_id"].as_str().unwrap().to_owned();
+    assert!(session.starts_with("sess_a2a"), "{action}");
+    assert!(
+        action.get("delegation_id").is_none_or(Value::is_null),
+        "{action}"
+    );
+    let (_, other) = alice
+        .get(&format!("/aip/v1/actions/{}", two["id"].as_str().unwrap()))
+        .await;
+    assert_eq!(other["session_id"], session.as_str());
+    let (status, view) = alice.get(&format!("/aip/v1/sessions/{session}")).await;
+    assert_eq!(status, 200, "{view}");
+    // Bob's "ctx-1" is his own context: he sees none of alice's tasks in it.
+    let bobs = probe(
+        &python,
+        &server,
+        BOB,
+        false,
+        &[
+            send("bob", Some("ctx-1")),
+            json!({ "op": "list", "context_id": "ctx-1" }),
+        ],
+    );
+    let bob_task = first_task(&bobs[0]).clone();
+    assert_eq!(bob_task["contextId"], "ctx-1");
+    assert_eq!(
+        ids(ok(&bobs[1])),
+        [bob_task["id"].as_str().unwrap().to_owned()]
+    );
+    let (status, _) = server
+        .client(BOB)
+        .get(&format!("/aip/v1/sessions/{session}"))
+        .await;
+    assert_eq!(status, 404);
+
+    // Refused by policy at admission (carol's key would need an external account she is not
+    // bound to): rejected, not recorded.
+    let carol = probe(
+        &python,
+        &server,
+        CAROL,
+        false,
+        &[json!({ "op": "send", "capability": "cap:ext:charge", "data": { "amount": 1 } })],
+    );
+    let refused = first_task(&carol[0]).clone();
+    assert_eq!(
+        refused["status"]["state"], "TASK_STATE_REJECTED",
+        "{refused}"
+    );
+    assert_eq!(refused["metadata"]["aip.recorded"], false);
+    assert_eq!(
+        refused["status"]["message"]["metadata"]["aip.error"]["code"],
+        "aip.idempotency.external_account_unbound"
+    );
+    // An approval denied: the input-required task ends rejected.
+    let gated = probe(
+        &python,
+        &server,
+        ALICE,
+        false,
+        &[
+            json!({ "op": "send", "capability": "cap:demo:transfer", "data": { "amount_minor": 500, "to": "acct:bob" } }),
+        ],
+    );
+    let waiting = first_task(&gated[0]).clone();
+    assert_eq!(
+        waiting["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{waiting}"
+    );
+    let approval = waiting["status"]["message"]["metadata"]["aip.approval_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (status, decided) = server
+        .client(APPROVER)
+        .post(
+            &format!("/aip/v1/approvals/{approval}/decision"),
+            &json!({ "decision": "denied", "reason": "not today" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    let after = probe(
+        &python,
+        &server,
+        ALICE,
+        false,
+        &[json!({ "op": "get", "id": waiting["id"] })],
+    );
+    let rejected = ok(&after[0]);
+    assert_eq!(
+        rejected["status"]["state"], "TASK_STATE_REJECTED",
+        "{rejected}"
+    );
+    assert_eq!(
+        rejected["status"]["message"]["metadata"]["aip.error"]["code"],
+        "aip.policy.approval_denied"
     );
 }

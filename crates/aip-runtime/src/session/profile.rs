@@ -25,7 +25,6 @@ impl Runtime {
         profile: &str,
         data: Value,
     ) -> Result<SessionRecord, RuntimeError> {
-        let now = now_ms();
         let mut extra = [0u8; EXTRA_RANDOM_BYTES];
         getrandom::fill(&mut extra).map_err(|_| {
             RuntimeError::Storage(StoreError::Backend("no randomness for a session id".into()))
@@ -35,6 +34,54 @@ impl Runtime {
             aip_core::SessionId::generate().as_str(),
             extra.iter().map(|b| format!("{b:02x}")).collect::<String>()
         );
+        self.create_profile_session(caller, profile, (session_id, SessionState::New), data)
+            .await
+    }
+
+    /// The `active` session `session_id` of `caller` for `profile`, opened on first use: for a
+    /// profile whose clients name their own contexts (A2A `contextId`), so the id is derived from
+    /// that name and a repeated name joins the same session. An id held by another principal, or
+    /// an expired session, is `NotFound`; a closed one is refused at admission like any other.
+    pub async fn named_profile_session(
+        &self,
+        caller: &Caller,
+        profile: &str,
+        session_id: &str,
+        data: Value,
+    ) -> Result<SessionRecord, RuntimeError> {
+        if let Some(found) = self.store().get_session(session_id).await? {
+            return match found {
+                s if s.tenant == caller.tenant && s.principal == caller.id => {
+                    self.owned_session(caller, session_id).await
+                }
+                _ => Err(RuntimeError::NotFound("session")),
+            };
+        }
+        let created = self
+            .create_profile_session(
+                caller,
+                profile,
+                (session_id.to_owned(), SessionState::Active),
+                data,
+            )
+            .await;
+        match created {
+            // Opened concurrently by the same client: read what is there now.
+            Err(RuntimeError::Storage(StoreError::Duplicate { .. })) => {
+                self.owned_session(caller, session_id).await
+            }
+            other => other,
+        }
+    }
+
+    async fn create_profile_session(
+        &self,
+        caller: &Caller,
+        profile: &str,
+        (session_id, state): (String, SessionState),
+        data: Value,
+    ) -> Result<SessionRecord, RuntimeError> {
+        let now = now_ms();
         let event = crate::events::new_event(
             "aip.session.created",
             (&caller.tenant, &caller.id),
@@ -48,7 +95,7 @@ impl Runtime {
             tenant: caller.tenant.clone(),
             principal: caller.id.clone(),
             peer: Some(self.config().agent.id.as_str().to_owned()),
-            state: SessionState::New,
+            state,
             created_at_ms: now,
             expires_at_ms: Some(now + SESSION_TTL_MS),
             data: json!({ "profiles": [profile], "principal_kind": caller.kind, "profile_data": data }),

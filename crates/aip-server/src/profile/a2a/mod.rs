@@ -7,10 +7,12 @@
 //! so a re-sent message answers the same task. Task states are projected from the native lifecycle
 //! (a pending approval is `TASK_STATE_INPUT_REQUIRED`, never completed); artifacts from the result
 //! and the stream chunks. No A2A type crosses into the runtime or the store. Push notification
-//! configs, multi-turn tasks (a message naming a `taskId` or `contextId`) and outbound calls to
-//! remote A2A agents are not built: they are refused with the A2A error for each.
+//! configs are callback subscriptions (`push`); a `contextId` names a native session (`context`);
+//! a policy refusal is `TASK_STATE_REJECTED`. Continuing a task (`taskId`) is refused: a task
+//! waiting for input waits for an approval decision, which a message cannot give.
 
 mod card;
+mod context;
 pub mod push;
 mod rpc;
 mod send;

@@ -21,6 +21,8 @@ pub const PUSH_PROFILE: &str = "aip.a2a.push.v1";
 const MAX_SECRET: usize = 1024;
 /// Longest config id.
 const MAX_ID: usize = 128;
+/// Where a subscription keeps its task's `contextId` (the renderer reads no store).
+pub(super) const CONTEXT_KEY: &str = "context_id";
 
 /// Renders a delivery as an A2A push notification.
 #[derive(Debug)]
@@ -28,7 +30,11 @@ pub struct PushRenderer;
 
 impl DeliveryRenderer for PushRenderer {
     fn render(&self, status: &ActionStatus, metadata: Option<&Value>) -> Result<Rendered, String> {
-        let body = serde_json::to_vec(&json!({ "task": super::task::task(status) }))
+        let context_id = metadata
+            .and_then(|m| m.get(CONTEXT_KEY))
+            .and_then(Value::as_str)
+            .unwrap_or(status.action_id.as_str());
+        let body = serde_json::to_vec(&json!({ "task": super::task::task(status, context_id) }))
             .map_err(|e| e.to_string())?;
         let text = |k: &str| {
             metadata
@@ -202,7 +208,9 @@ pub(super) async fn create(
     params: &Map<String, Value>,
 ) -> Result<Value, A2aError> {
     let task = task_id(params)?;
-    let config = parse(params, task)?;
+    let mut config = parse(params, task)?;
+    let context_id = super::context::of(call, &super::task::view(call, task).await?).await?;
+    config.metadata[CONTEXT_KEY] = Value::String(context_id);
     if inline(call, task)
         .await?
         .is_some_and(|c| c["id"] == config.id.as_str())

@@ -30,10 +30,12 @@ struct Parsed {
     return_immediately: bool,
     /// A push notification config given with the message: the action's callback.
     push: Option<super::push::Config>,
+    /// The context the message names (see [`super::context`]).
+    context_id: Option<String>,
 }
 
 /// Reads the `SendMessageRequest`. Everything this profile does not implement is refused, never
-/// ignored: multi-turn tasks, referenced tasks, extensions, push configs, file parts.
+/// ignored: continuing a task, referenced tasks, extensions, file parts.
 fn parse(a2a: &A2aState, params: &Map<String, Value>) -> Result<Parsed, A2aError> {
     let Some(Value::Object(message)) = params.get("message") else {
         return Err(A2aError::invalid_params("message is required"));
@@ -54,16 +56,20 @@ fn parse(a2a: &A2aState, params: &Map<String, Value>) -> Result<Parsed, A2aError
     }
     for (key, what) in [
         ("taskId", "continuing a task"),
-        ("contextId", "joining a context"),
         ("referenceTaskIds", "referencing other tasks"),
         ("extensions", "extensions"),
     ] {
         if message.get(key).is_some_and(present) {
             return Err(A2aError::unsupported(format!(
-                "{what} ({key}) is not supported: each message starts its own task"
+                "{what} ({key}) is not supported: each message starts its own task (a task waiting \
+                 for input waits for an AIP approval decision); name its contextId to continue the context"
             )));
         }
     }
+    let context_id = match message.get("contextId") {
+        Some(id) if present(id) => Some(super::context::parse(id)?.to_owned()),
+        _ => None,
+    };
     let configuration = params.get("configuration").and_then(Value::as_object);
     let mut push = None;
     if let Some(configuration) = configuration {
@@ -122,6 +128,7 @@ fn parse(a2a: &A2aState, params: &Map<String, Value>) -> Result<Parsed, A2aError
         message_id: message_id.to_owned(),
         return_immediately,
         push: push.map(|c| super::push::parse(&c, "")).transpose()?,
+        context_id,
     })
 }
 
@@ -204,18 +211,34 @@ fn action_id(call: &Call<'_>, message_id: &str) -> String {
     crate::profile::derived_id("act_a2a", b"aip.a2a.compat.v1", &parts)
 }
 
-/// Admits the message's action in `mode`; its id.
-async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<String, A2aError> {
+/// What admitting a message gave.
+enum Admitted {
+    /// The task (action id) and its context.
+    Task(String, String),
+    /// Admission refused the action by policy (scopes, approval policy, delegation): a rejected
+    /// task, which is not recorded (nothing was admitted), so it cannot be read again.
+    Rejected(Value),
+}
+
+/// Admits the message's action in `mode`.
+async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<Admitted, A2aError> {
     let id = action_id(call, &parsed.message_id);
     let keyed = crate::profile::takes_keys(&parsed.capability);
+    let session_id = match &parsed.context_id {
+        Some(context) => Some(super::context::join(call, context).await?),
+        None => None,
+    };
+    let context_id = parsed.context_id.clone().unwrap_or_else(|| id.clone());
     let callback = parsed.push.map(|mut config| {
         if config.id.is_empty() {
             config.id = id.clone();
             config.metadata["id"] = Value::String(id.clone());
         }
+        config.metadata[super::push::CONTEXT_KEY] = Value::String(context_id.clone());
         super::push::callback(config)
     });
-    let request = ActionRequest::plain(Action {
+    let capability_id = parsed.capability.id.as_str().to_owned();
+    let mut request = ActionRequest::plain(Action {
         mode: Some(mode),
         callback,
         idempotency_key: keyed.then(|| parsed.message_id.clone()),
@@ -225,11 +248,25 @@ async fn admit(call: &Call<'_>, parsed: Parsed, mode: ActionMode) -> Result<Stri
             parsed.input,
         )
     });
+    request.session_id = session_id;
     // Every acknowledgement (a result, queued, awaiting approval, a re-delivery) is read back
     // from the store as the task.
     match call.app.runtime.submit_action(call.caller, request).await {
-        Ok(_) => Ok(id),
-        Err(err) => Err(rpc::native(&err).with("aip.action_id", &id)),
+        Ok(_) => Ok(Admitted::Task(id, context_id)),
+        Err(err) => {
+            let protocol = err.to_protocol_error();
+            // A push URL the callback policy refuses is a bad parameter, not a refused task.
+            if protocol.category == aip_core::ErrorCategory::Policy
+                && protocol.code.as_str() != aip_core::ErrorCode::CallbackTargetDenied.as_str()
+            {
+                return Ok(Admitted::Rejected(task::rejected(
+                    (&id, &context_id),
+                    &capability_id,
+                    &protocol,
+                )));
+            }
+            Err(rpc::native(&err).with("aip.action_id", &id))
+        }
     }
 }
 
@@ -254,7 +291,10 @@ pub async fn send(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value,
     } else {
         ActionMode::Sync
     };
-    let id = admit(call, parsed, mode).await?;
+    let (id, context_id) = match admit(call, parsed, mode).await? {
+        Admitted::Task(id, context_id) => (id, context_id),
+        Admitted::Rejected(task) => return Ok(json!({ "task": task })),
+    };
     let mut view = task::view(call, &id).await?;
     let started = Instant::now();
     let step = call.app.runtime.max_wait_ms().max(1);
@@ -269,7 +309,7 @@ pub async fn send(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value,
             .await
             .map_err(|e| rpc::native(&e))?;
     }
-    Ok(json!({ "task": task::task(&view) }))
+    Ok(json!({ "task": task::task(&view, &context_id) }))
 }
 
 /// `SendStreamingMessage`: admits the task and streams it.
@@ -284,7 +324,14 @@ pub async fn send_streaming(call: &Call<'_>, id: Value, params: &Map<String, Val
         _ => ActionMode::Sync,
     };
     match admit(call, parsed, mode).await {
-        Ok(action_id) => stream(call, id, action_id),
+        Ok(Admitted::Task(action_id, context_id)) => stream(call, id, action_id, context_id),
+        Ok(Admitted::Rejected(task)) => {
+            // One frame, the rejected task; the stream then closes.
+            let frame = rpc::result_body(&id, json!({ "task": task }));
+            let event = axum::response::sse::Event::default().data(frame.to_string());
+            let events = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(event)]);
+            Reply::Stream(axum::response::sse::Sse::new(events).into_response())
+        }
         Err(error) => Reply::Error(id, error),
     }
 }
@@ -309,14 +356,17 @@ pub async fn subscribe(call: &Call<'_>, id: Value, params: &Map<String, Value>) 
                 )),
             )
         }
-        Ok(_) => stream(call, id, task_id),
+        Ok(view) => match super::context::of(call, &view).await {
+            Ok(context_id) => stream(call, id, task_id, context_id),
+            Err(error) => Reply::Error(id, error),
+        },
         Err(error) => Reply::Error(id, error),
     }
 }
 
 /// The SSE response following `action_id`: first the task, then status and artifact updates as
 /// the native action moves, closed once it ends, waits for a person, or the stream bound passes.
-fn stream(call: &Call<'_>, id: Value, action_id: String) -> Reply {
+fn stream(call: &Call<'_>, id: Value, action_id: String, context_id: String) -> Reply {
     let (tx, rx) = tokio::sync::mpsc::channel::<Value>(STREAM_QUEUE);
     let runtime = std::sync::Arc::clone(&call.app.runtime);
     let caller = call.caller.clone();
@@ -327,7 +377,8 @@ fn stream(call: &Call<'_>, id: Value, action_id: String) -> Reply {
     };
     tokio::spawn(async move {
         let frame = |result: Value| rpc::result_body(&id, result);
-        let follow = follow(&runtime, &caller, &action_id, &out, bound, frame);
+        let task = (action_id.as_str(), context_id.as_str());
+        let follow = follow(&runtime, &caller, task, &out, bound, frame);
         tokio::select! {
             outcome = follow => {
                 if let Err(error) = outcome {
@@ -374,7 +425,7 @@ impl Out {
 async fn follow(
     runtime: &std::sync::Arc<aip_runtime::Runtime>,
     caller: &aip_runtime::Caller,
-    action_id: &str,
+    (action_id, context_id): (&str, &str),
     tx: &Out,
     bound: Duration,
     frame: impl Fn(Value) -> Value,
@@ -385,7 +436,10 @@ async fn follow(
         .action_status(caller, action_id, true, false, None)
         .await
         .map_err(native)?;
-    if !tx.send(frame(json!({ "task": task::task(&view) }))).await {
+    if !tx
+        .send(frame(json!({ "task": task::task(&view, context_id) })))
+        .await
+    {
         return Ok(());
     }
     let mut last = view.state;
@@ -401,7 +455,7 @@ async fn follow(
         for chunk in &page.chunks {
             let Some(data) = &chunk.data else { continue };
             let update = json!({ "artifactUpdate": {
-                "taskId": action_id, "contextId": action_id, "append": streamed, "lastChunk": false,
+                "taskId": action_id, "contextId": context_id, "append": streamed, "lastChunk": false,
                 "artifact": { "artifactId": format!("{action_id}-stream"), "name": "stream",
                               "parts": [{ "data": data, "metadata": { "aip.sequence": chunk.sequence } }] } } });
             streamed = true;
@@ -424,15 +478,15 @@ async fn follow(
         if view.state != last {
             if let Some(result) = &view.result {
                 for artifact in task::artifacts(action_id, result) {
-                    let update = json!({ "artifactUpdate": { "taskId": action_id, "contextId": action_id,
+                    let update = json!({ "artifactUpdate": { "taskId": action_id, "contextId": context_id,
                         "append": false, "lastChunk": true, "artifact": artifact } });
                     if !tx.send(frame(update)).await {
                         return Ok(());
                     }
                 }
             }
-            let update = json!({ "statusUpdate": { "taskId": action_id, "contextId": action_id,
-                "status": task::status(&view), "metadata": { "aip.state": view.state.as_str() } } });
+            let update = json!({ "statusUpdate": { "taskId": action_id, "contextId": context_id,
+                "status": task::status(&view, context_id), "metadata": { "aip.state": view.state.as_str() } } });
             if !tx.send(frame(update)).await {
                 return Ok(());
             }

@@ -15,9 +15,18 @@ use super::rpc::{self, A2aError};
 /// Longest page of `ListTasks`.
 const MAX_PAGE: u32 = 100;
 
-/// The A2A state of a native state.
-pub fn state(native: ActionLifecycleState) -> &'static str {
-    match native {
+/// The A2A state of a task: its native state, with a policy refusal (a denied, expired or revoked
+/// approval, a scope or delegation refusal) as `TASK_STATE_REJECTED` rather than a failure.
+pub fn state(view: &ActionStatus) -> &'static str {
+    let refused = view
+        .result
+        .as_ref()
+        .and_then(|r| r.error.as_ref())
+        .is_some_and(|e| e.category == aip_core::ErrorCategory::Policy);
+    if refused && view.state == ActionLifecycleState::Failed {
+        return REJECTED;
+    }
+    match view.state {
         ActionLifecycleState::Accepted | ActionLifecycleState::Queued => "TASK_STATE_SUBMITTED",
         ActionLifecycleState::PendingApproval => "TASK_STATE_INPUT_REQUIRED",
         ActionLifecycleState::Completed => "TASK_STATE_COMPLETED",
@@ -29,6 +38,9 @@ pub fn state(native: ActionLifecycleState) -> &'static str {
         _ => "TASK_STATE_WORKING",
     }
 }
+
+/// The state of a task the agent refused to perform.
+pub const REJECTED: &str = "TASK_STATE_REJECTED";
 
 /// Whether a stream of this task ends here: a terminal state, or one that waits for a person.
 pub fn ends_stream(native: ActionLifecycleState) -> bool {
@@ -45,12 +57,12 @@ pub fn ends_stream(native: ActionLifecycleState) -> bool {
 
 /// The task's `status`: its state, when it last changed, and an agent message for the states a
 /// client must act on or understand (an approval to decide, a failure).
-pub fn status(view: &ActionStatus) -> Value {
-    let mut status = json!({ "state": state(view.state), "timestamp": view.updated_at });
+pub fn status(view: &ActionStatus, context_id: &str) -> Value {
+    let mut status = json!({ "state": state(view), "timestamp": view.updated_at });
     let action_id = view.action_id.as_str();
     let note = |text: String, metadata: Value| {
         json!({ "messageId": format!("{action_id}-{}", view.state.as_str()), "role": "ROLE_AGENT",
-                "taskId": action_id, "contextId": action_id, "parts": [{ "text": text }], "metadata": metadata })
+                "taskId": action_id, "contextId": context_id, "parts": [{ "text": text }], "metadata": metadata })
     };
     if let Some(approval) = &view.approval_id
         && view.state == ActionLifecycleState::PendingApproval
@@ -93,13 +105,13 @@ pub fn artifacts(action_id: &str, result: &ActionResult) -> Vec<Value> {
     vec![json!({ "artifactId": format!("{action_id}-result"), "name": "result", "parts": parts })]
 }
 
-/// A native action as an A2A `Task`.
-pub fn task(view: &ActionStatus) -> Value {
+/// A native action as an A2A `Task` of context `context_id` (see [`super::context`]).
+pub fn task(view: &ActionStatus, context_id: &str) -> Value {
     let action_id = view.action_id.as_str();
     let mut task = json!({
         "id": action_id,
-        "contextId": action_id,
-        "status": status(view),
+        "contextId": context_id,
+        "status": status(view, context_id),
         "metadata": {
             "aip.action_id": action_id,
             "aip.state": view.state.as_str(),
@@ -113,6 +125,28 @@ pub fn task(view: &ActionStatus) -> Value {
         }
     }
     task
+}
+
+/// A task whose admission policy refused it: `TASK_STATE_REJECTED` with the native error. Nothing
+/// was admitted, so nothing is recorded (`aip.recorded: false`).
+pub fn rejected(
+    (action_id, context_id): (&str, &str),
+    capability_id: &str,
+    error: &aip_core::ProtocolError,
+) -> Value {
+    json!({
+        "id": action_id,
+        "contextId": context_id,
+        "status": {
+            "state": REJECTED,
+            "timestamp": aip_core::Timestamp::now(),
+            "message": { "messageId": format!("{action_id}-rejected"), "role": "ROLE_AGENT",
+                "taskId": action_id, "contextId": context_id,
+                "parts": [{ "text": format!("{}: {}", error.code, error.message) }],
+                "metadata": { "aip.error": error } },
+        },
+        "metadata": { "aip.action_id": action_id, "aip.capability_id": capability_id, "aip.recorded": false },
+    })
 }
 
 /// The current view of a task the caller may read.
@@ -130,13 +164,14 @@ pub async fn view(call: &Call<'_>, id: &str) -> Result<ActionStatus, A2aError> {
 /// `GetTask`.
 pub async fn get(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value, A2aError> {
     let id = rpc::string(params, "id")?;
-    Ok(task(&view(call, id).await?))
+    let view = view(call, id).await?;
+    Ok(task(&view, &super::context::of(call, &view).await?))
 }
 
 /// `ListTasks`: the caller's own tasks (every native action it owns, in the native list order),
 /// paged by the native opaque cursor. Filters the native read model cannot apply exactly are refused.
 pub async fn list(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value, A2aError> {
-    for unsupported in ["contextId", "status", "statusTimestampAfter"] {
+    for unsupported in ["status", "statusTimestampAfter"] {
         if params.get(unsupported).is_some_and(|v| !v.is_null()) {
             return Err(A2aError::invalid_params(format!(
                 "ListTasks does not filter by {unsupported}"
@@ -156,10 +191,20 @@ pub async fn list(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value,
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(str::to_owned);
+    // One context: its session's tasks, after the task that opened it (first page only).
+    let (session_id, origin) = match params.get("contextId") {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::String(s)) if s.is_empty() => (None, None),
+        Some(id) => {
+            let (session, origin) =
+                super::context::listed(call, super::context::parse(id)?).await?;
+            (Some(session), origin.filter(|_| cursor.is_none()))
+        }
+    };
     let request = ActionListRequest {
         state: None,
         capability_id: None,
-        session_id: None,
+        session_id: session_id.map(aip_core::SessionId::new),
         principal_id: Some(aip_core::PrincipalId::new(call.caller.id.clone())),
         approval_id: None,
         transaction_id: None,
@@ -178,7 +223,11 @@ pub async fn list(call: &Call<'_>, params: &Map<String, Value>) -> Result<Value,
         .read_action_list(call.caller, &request)
         .await
         .map_err(|e| rpc::native(&e))?;
-    let tasks: Vec<Value> = page.actions.iter().map(task).collect();
+    let mut contexts = super::context::Contexts::default();
+    let mut tasks = Vec::with_capacity(page.actions.len() + 1);
+    for view in origin.iter().chain(&page.actions) {
+        tasks.push(task(view, &contexts.of(call, view).await?));
+    }
     Ok(json!({
         "tasks": tasks,
         "nextPageToken": page.cursor.unwrap_or_default(),
@@ -216,5 +265,5 @@ pub async fn cancel(call: &Call<'_>, params: &Map<String, Value>) -> Result<Valu
         )
         .await
         .map_err(|e| rpc::native(&e))?;
-    Ok(task(&waited))
+    Ok(task(&waited, &super::context::of(call, &waited).await?))
 }
