@@ -94,6 +94,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         .await
         .map_err(ServeError::Config)?;
     entries.extend(upstreams.capabilities);
+    entries.extend(
+        crate::profile::a2a::remote::capabilities(&config.a2a_remotes)
+            .await
+            .map_err(ServeError::Config)?,
+    );
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).

@@ -34,6 +34,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "mcp_upstreams",
     "webhooks",
     "a2a",
+    "a2a_remotes",
 ];
 
 /// The whole configuration of `aip serve`.
@@ -126,6 +127,9 @@ pub struct Config {
     /// The A2A compatibility profile (spec 21.2) at `/a2a`, with the agent card.
     #[serde(default)]
     pub a2a: crate::profile::a2a::A2aConfig,
+    /// Remote A2A agents whose skills are offered as governed capabilities (outbound A2A).
+    #[serde(default)]
+    pub a2a_remotes: Vec<crate::profile::a2a::remote::RemoteConfig>,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -570,6 +574,7 @@ impl Default for Config {
             mcp_upstreams: Vec::new(),
             webhooks: Vec::new(),
             a2a: crate::profile::a2a::A2aConfig::default(),
+            a2a_remotes: Vec::new(),
         }
     }
 }

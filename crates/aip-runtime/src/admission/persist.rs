@@ -228,15 +228,17 @@ pub(crate) async fn admit(
         let (delegation_id, child_action_id) =
             crate::delegation::ids_of(&caller.tenant, &action_id);
         // The receipt binds the parent to the one child it may have (spec 18.1 `delegation_made`).
-        chain.push(
-            ReceiptType::DelegationMade,
-            agent,
-            json!({ "delegation_id": delegation_id, "parent_action_id": action_id,
-                    "child_action_id": child_action_id, "peer": peer }),
-            now,
-        );
-        stored_request["delegation"] = json!({ "delegation_id": delegation_id,
+        let identity = capability.handler.delegation_identity();
+        let mut made = json!({ "delegation_id": delegation_id, "parent_action_id": action_id,
+                               "child_action_id": child_action_id, "peer": peer });
+        let mut delegation = json!({ "delegation_id": delegation_id,
             "child_action_id": child_action_id, "peer": peer, "role": "parent" });
+        if let Some(identity) = identity {
+            made["peer_identity"] = identity.clone();
+            delegation["peer_identity"] = identity;
+        }
+        chain.push(ReceiptType::DelegationMade, agent, made, now);
+        stored_request["delegation"] = delegation;
         // Durable from the first moment: if the parent ends with its child's outcome unknown, this
         // timer follows the child up (spec 14.5).
         timers.push(crate::delegation::follow::timer(

@@ -275,6 +275,13 @@ pub trait ActionHandler: Send + Sync + 'static {
         None
     }
 
+    /// The peer's pinned identity, recorded with the delegation (spec 14.2: a URL alone is not
+    /// identity): an AIP peer's did:key, or what binds a non-AIP peer (its origin, the name its
+    /// card states, the card digest).
+    fn delegation_identity(&self) -> Option<Value> {
+        None
+    }
+
     /// Asks again about the delegated child of a parent (`ctx`, `input`) whose outcome was unknown
     /// (spec 14.5): `Committed` with the child's output, `NotCommitted` when it failed or was
     /// cancelled, `Pending` while it runs. Only handlers that delegate implement it.

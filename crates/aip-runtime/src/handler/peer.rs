@@ -283,6 +283,10 @@ impl ActionHandler for PeerHandler {
         Some(&self.route.peer.name)
     }
 
+    fn delegation_identity(&self) -> Option<Value> {
+        Some(json!({ "did": self.route.peer.did, "trust_domain": self.route.peer.trust_domain }))
+    }
+
     async fn follow_child(
         &self,
         ctx: &TrustedContext,
@@ -443,11 +447,20 @@ fn failed(message: &str, retryable: bool) -> HandlerError {
     }
 }
 
-async fn bounded(mut response: reqwest::Response) -> Result<Vec<u8>, String> {
+async fn bounded(response: reqwest::Response) -> Result<Vec<u8>, String> {
+    read_bounded(response, MAX_ANSWER_BYTES).await
+}
+
+/// The body of `response`, refused (not cut) past `limit` bytes: an answer from another agent is
+/// only taken whole.
+pub async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if out.len() + chunk.len() > MAX_ANSWER_BYTES {
-            return Err("the peer's answer is too large".into());
+        if out.len() + chunk.len() > limit {
+            return Err(format!("the answer is larger than {limit} bytes"));
         }
         out.extend_from_slice(&chunk);
     }

@@ -14,6 +14,7 @@
 mod card;
 mod context;
 pub mod push;
+pub mod remote;
 mod rpc;
 mod send;
 mod task;

@@ -364,8 +364,13 @@ fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
     }
 }
 
-/// The capability of one upstream tool, and whether it is a mutation.
-fn capability(prefix: &str, tool: &Value, o: &ToolOverride) -> Result<(Capability, bool), String> {
+/// The capability of one upstream tool (or a tool-shaped remote A2A skill), and whether it is a
+/// mutation.
+pub(crate) fn capability(
+    prefix: &str,
+    tool: &Value,
+    o: &ToolOverride,
+) -> Result<(Capability, bool), String> {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
     let input_schema = tool
         .get("inputSchema")
