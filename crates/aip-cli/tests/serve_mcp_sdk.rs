@@ -439,6 +439,23 @@ name = "test_prompt_with_arguments"
 description = "A prompt with arguments"
 arguments = [{{ name = "arg1", required = true, values = ["test-one", "testing", "other"] }}, {{ name = "arg2", required = true }}]
 messages = [{{ role = "user", text = "Prompt with arguments: arg1='{{{{arg1}}}}', arg2='{{{{arg2}}}}'" }}]
+
+[[mcp.prompts]]
+name = "test_prompt_with_embedded_resource"
+description = "A prompt with an embedded resource"
+arguments = [{{ name = "resourceUri", required = true }}]
+messages = [
+  {{ role = "user", resource = {{ uri = "{{{{resourceUri}}}}", mime_type = "text/plain", text = "Embedded resource content for testing." }} }},
+  {{ role = "user", text = "Please process the embedded resource above." }},
+]
+
+[[mcp.prompts]]
+name = "test_prompt_with_image"
+description = "A prompt with an image"
+messages = [
+  {{ role = "user", image = {{ file = "pixel.png", mime_type = "image/png" }} }},
+  {{ role = "user", text = "Please analyze the image above." }},
+]
 "#,
             root = root.display(),
             alice = alice.display(),

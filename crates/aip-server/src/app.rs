@@ -102,8 +102,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).
-    crate::profile::mcp::resources::check_prompts(&config.mcp.prompts)
-        .map_err(ServeError::Config)?;
+    let prompts = crate::profile::mcp::resources::load_prompts(
+        &config.mcp.prompts,
+        config.resource_root.as_deref(),
+    )
+    .map_err(ServeError::Config)?;
     let mcp_tools = if config.mcp.enabled {
         let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
             .map_err(|e| ServeError::Config(e.to_string()))?;
@@ -256,7 +259,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         let mcp = crate::profile::mcp::McpState::new(
             tools,
             limits.max_action_timeout_ms,
-            config.mcp.prompts.clone(),
+            prompts,
             templates,
         );
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));

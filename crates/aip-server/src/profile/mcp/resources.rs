@@ -2,7 +2,8 @@
 //! read policy: `resources/list` and `resources/read` call the same runtime reads as
 //! `resource_list_request` and `resource_read_request`, so a resource the caller may not list does
 //! not exist for it. A resource's URI is its AIP id. Prompts are the templates configured under
-//! `[[mcp.prompts]]`, their `{{argument}}` placeholders filled from `prompts/get`.
+//! `[[mcp.prompts]]` (text, images, embedded resources), their `{{argument}}` placeholders filled
+//! from `prompts/get`.
 
 use std::sync::Arc;
 
@@ -161,14 +162,104 @@ pub struct PromptArgument {
     pub values: Vec<String>,
 }
 
-/// A prompt message.
-#[derive(Debug, Clone, Deserialize)]
+/// A prompt message: exactly one of `text`, `image` and `resource`.
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PromptMessage {
     /// `user` or `assistant`.
     pub role: String,
     /// Text with placeholders.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// An image.
+    #[serde(default)]
+    pub image: Option<PromptImage>,
+    /// An embedded resource.
+    #[serde(default)]
+    pub resource: Option<PromptResource>,
+}
+
+/// An image in a prompt: base64 `data`, or a `file` under `resource_root` read at startup.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptImage {
+    /// Its media type (`image/png`, ...).
+    pub mime_type: String,
+    /// Base64 content.
+    #[serde(default)]
+    pub data: Option<String>,
+    /// A file under `resource_root`, by relative path.
+    #[serde(default)]
+    pub file: Option<std::path::PathBuf>,
+}
+
+/// A resource embedded in a prompt (`{"type": "resource"}`): its URI and text, both with
+/// placeholders.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptResource {
+    /// The resource's URI.
+    pub uri: String,
+    /// Its media type.
+    #[serde(default)]
+    pub mime_type: Option<String>,
+    /// Its text.
     pub text: String,
+}
+
+/// Largest prompt image, bytes.
+const MAX_PROMPT_IMAGE: usize = 1024 * 1024;
+
+/// The prompts as served: every check of [`check_prompts`], and each image file read (under
+/// `root`, bounded) into base64 data, so `prompts/get` touches no file.
+pub fn load_prompts(
+    prompts: &[PromptConfig],
+    root: Option<&std::path::Path>,
+) -> Result<Vec<PromptConfig>, String> {
+    use base64::Engine as _;
+    check_prompts(prompts)?;
+    let mut loaded = prompts.to_vec();
+    for prompt in &mut loaded {
+        for message in &mut prompt.messages {
+            let Some(image) = message.image.as_mut() else {
+                continue;
+            };
+            let fail = |m: String| format!("mcp.prompts: prompt {}: image: {m}", prompt.name);
+            let bytes = match (&image.data, &image.file) {
+                (Some(data), None) => base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .map_err(|_| fail("data is not base64".into()))?,
+                (None, Some(file)) => {
+                    let root = root.ok_or_else(|| fail("a file needs resource_root".into()))?;
+                    if file.is_absolute()
+                        || file
+                            .components()
+                            .any(|c| matches!(c, std::path::Component::ParentDir))
+                    {
+                        return Err(fail(format!(
+                            "{} is not under resource_root",
+                            file.display()
+                        )));
+                    }
+                    let path = root.join(file);
+                    let size = std::fs::metadata(&path)
+                        .map_err(|e| fail(format!("{}: {e}", path.display())))?
+                        .len();
+                    if size > MAX_PROMPT_IMAGE as u64 {
+                        return Err(fail(format!("{} is larger than 1 MiB", path.display())));
+                    }
+                    std::fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?
+                }
+                _ => return Err(fail("give exactly one of data and file".into())),
+            };
+            if bytes.len() > MAX_PROMPT_IMAGE {
+                return Err(fail("larger than 1 MiB".into()));
+            }
+            image.data = Some(base64::engine::general_purpose::STANDARD.encode(bytes));
+            image.file = None;
+        }
+    }
+    Ok(loaded)
 }
 
 /// Why the prompt configuration is refused; `aip serve` does not start.
@@ -192,6 +283,17 @@ pub fn check_prompts(prompts: &[PromptConfig]) -> Result<(), String> {
             return Err(format!(
                 "mcp.prompts: prompt {}: role {} is not user or assistant",
                 p.name, m.role
+            ));
+        }
+        if p.messages.iter().any(|m| {
+            usize::from(m.text.is_some())
+                + usize::from(m.image.is_some())
+                + usize::from(m.resource.is_some())
+                != 1
+        }) {
+            return Err(format!(
+                "mcp.prompts: prompt {}: each message has exactly one of text, image and resource",
+                p.name
             ));
         }
     }
@@ -262,19 +364,36 @@ pub fn prompts_get(prompts: &[PromptConfig], params: &Map<String, Value>) -> Cal
     {
         return invalid(format!("missing argument {}", missing.name));
     }
+    let fill = |template: &str| {
+        let mut text = template.to_owned();
+        for argument in &prompt.arguments {
+            let value = values
+                .iter()
+                .find(|(k, _)| *k == argument.name)
+                .map_or("", |(_, v)| v);
+            text = text.replace(&format!("{{{{{}}}}}", argument.name), value);
+        }
+        text
+    };
     let messages: Vec<Value> = prompt
         .messages
         .iter()
         .map(|m| {
-            let mut text = m.text.clone();
-            for argument in &prompt.arguments {
-                let value = values
-                    .iter()
-                    .find(|(k, _)| *k == argument.name)
-                    .map_or("", |(_, v)| v);
-                text = text.replace(&format!("{{{{{}}}}}", argument.name), value);
-            }
-            json!({ "role": m.role, "content": { "type": "text", "text": text } })
+            let content = match (&m.text, &m.image, &m.resource) {
+                (Some(text), _, _) => json!({ "type": "text", "text": fill(text) }),
+                (None, Some(image), _) => json!({ "type": "image",
+                    "data": image.data.as_deref().unwrap_or_default(), "mimeType": image.mime_type }),
+                (None, None, Some(resource)) => {
+                    let mut embedded = json!({ "uri": fill(&resource.uri), "text": fill(&resource.text) });
+                    if let Some(mime) = &resource.mime_type {
+                        embedded["mimeType"] = json!(mime);
+                    }
+                    json!({ "type": "resource", "resource": embedded })
+                }
+                // Refused at startup (check_prompts).
+                (None, None, None) => json!({ "type": "text", "text": "" }),
+            };
+            json!({ "role": m.role, "content": content })
         })
         .collect();
     let mut result = json!({ "messages": messages });
@@ -351,10 +470,31 @@ mod tests {
                 required: true,
                 values: vec!["parse()".into(), "Park()".into(), "run()".into()],
             }],
-            messages: vec![PromptMessage {
-                role: "user".into(),
-                text: "Review {{code}} please".into(),
-            }],
+            messages: vec![
+                PromptMessage {
+                    role: "user".into(),
+                    text: Some("Review {{code}} please".into()),
+                    ..PromptMessage::default()
+                },
+                PromptMessage {
+                    role: "user".into(),
+                    resource: Some(PromptResource {
+                        uri: "file:///{{code}}".into(),
+                        mime_type: Some("text/plain".into()),
+                        text: "the code: {{code}}".into(),
+                    }),
+                    ..PromptMessage::default()
+                },
+                PromptMessage {
+                    role: "assistant".into(),
+                    image: Some(PromptImage {
+                        mime_type: "image/png".into(),
+                        data: Some("iVBORw0KGgo=".into()),
+                        file: None,
+                    }),
+                    ..PromptMessage::default()
+                },
+            ],
         }
     }
 
@@ -368,6 +508,27 @@ mod tests {
         )
         .unwrap();
         assert_eq!(got["messages"][0]["content"]["text"], "Review x() please");
+        assert_eq!(
+            got["messages"][1]["content"],
+            json!({"type": "resource", "resource": {"uri": "file:///x()", "mimeType": "text/plain", "text": "the code: x()"}})
+        );
+        assert_eq!(
+            got["messages"][2]["content"],
+            json!({"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"})
+        );
+        let mut two = prompt();
+        two.messages[0].image = two.messages[2].image.clone();
+        assert!(
+            check_prompts(&[two]).is_err(),
+            "text and image in one message"
+        );
+        let mut escaping = prompt();
+        escaping.messages[2].image = Some(PromptImage {
+            mime_type: "image/png".into(),
+            data: None,
+            file: Some("../secret.png".into()),
+        });
+        assert!(load_prompts(&[escaping], Some(std::path::Path::new("/tmp"))).is_err());
         assert!(prompts_get(&prompts, &args(json!({"name": "review"}))).is_err());
         assert!(
             prompts_get(
