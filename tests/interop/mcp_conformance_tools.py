@@ -7,7 +7,9 @@ result's message parts.
 Usage: mcp_conformance_tools.py   (stdio)
 """
 
-from mcp.server.mcpserver import MCPServer
+import asyncio
+
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import (
     AudioContent,
     EmbeddedResource,
@@ -77,6 +79,28 @@ def test_multiple_content_types() -> list:
 def test_error_handling() -> str:
     """Always fails."""
     raise ValueError("This tool intentionally returns an error for testing")
+
+
+@server.tool()
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Sends three info log messages while it runs."""
+    await ctx.info("Tool execution started")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await asyncio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool()
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50 and 100 of 100."""
+    await ctx.report_progress(0, 100)
+    await asyncio.sleep(0.05)
+    await ctx.report_progress(50, 100)
+    await asyncio.sleep(0.05)
+    await ctx.report_progress(100, 100)
+    return "Tool with progress executed successfully"
 
 
 if __name__ == "__main__":

@@ -398,6 +398,14 @@ side_effects = ["read"]
 risk = "low"
 [mcp_upstreams.overrides.test_error_handling]
 mcp_name = "test_error_handling"
+[mcp_upstreams.overrides.test_tool_with_logging]
+mcp_name = "test_tool_with_logging"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_tool_with_progress]
+mcp_name = "test_tool_with_progress"
+side_effects = ["read"]
+risk = "low"
 
 [[mcp.resource_templates]]
 uri_template = "test://template/{{id}}/data"

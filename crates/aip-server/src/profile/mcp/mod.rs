@@ -135,6 +135,58 @@ pub struct McpState {
     pub(crate) standalone: standalone::Standalone,
     /// Resource subscriptions on this node, per session.
     pub(crate) subscriptions: standalone::Subscriptions,
+    /// The log level each session set (`logging/setLevel`), on this node.
+    pub(crate) log_levels: LogLevels,
+}
+
+/// Sessions' minimum log severities (0 `debug` .. 7 `emergency`), bounded: past the bound an
+/// arbitrary entry makes room (that session then hears no logs until it sets a level again).
+#[derive(Default)]
+pub struct LogLevels(std::sync::Mutex<std::collections::HashMap<String, u8>>);
+
+/// Most sessions whose log level one node keeps.
+const MAX_LOG_LEVELS: usize = 100_000;
+
+/// The MCP log levels, by severity.
+pub(crate) const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl LogLevels {
+    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u8>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sets `session`'s minimum severity.
+    pub fn set(&self, session: &str, severity: u8) {
+        let mut map = self.map();
+        if map.len() >= MAX_LOG_LEVELS
+            && !map.contains_key(session)
+            && let Some(any) = map.keys().next().cloned()
+        {
+            map.remove(&any);
+        }
+        map.insert(session.to_owned(), severity);
+    }
+
+    /// `session`'s minimum severity, when it set one.
+    pub fn get(&self, session: &str) -> Option<u8> {
+        self.map().get(session).copied()
+    }
+
+    /// Forgets `session`.
+    pub fn remove(&self, session: &str) {
+        self.map().remove(session);
+    }
 }
 
 impl McpState {
@@ -155,6 +207,7 @@ impl McpState {
             templates,
             standalone: standalone::Standalone::default(),
             subscriptions: standalone::Subscriptions::default(),
+            log_levels: LogLevels::default(),
         }
     }
 }

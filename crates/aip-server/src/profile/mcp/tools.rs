@@ -252,6 +252,8 @@ pub struct Call<'a> {
     pub request_id: &'a Value,
     /// Where `notifications/progress` go, when the call asked for them.
     pub progress: Option<Progress>,
+    /// The minimum severity of log messages the session asked for (`logging/setLevel`).
+    pub log_level: Option<u8>,
 }
 
 /// The outgoing channel of a call's progress notifications (a response stream, or a legacy
@@ -358,7 +360,12 @@ pub async fn call(
         .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned();
-    let progress = call.progress.clone().zip(token);
+    // Followed on the response stream when the client asked for progress or set a log level.
+    let progress = call
+        .progress
+        .clone()
+        .filter(|_| token.is_some() || call.log_level.is_some())
+        .map(|sink| (sink, token.unwrap_or(Value::Null), call.log_level));
     let action = Action {
         mode: Some(match (as_task, &progress) {
             (true, _) => ActionMode::Async,
@@ -524,18 +531,19 @@ async fn run(
     caller: &Caller,
     request: ActionRequest,
     (action_id, request_id): (&str, &Value),
-    progress: Option<&(Progress, Value)>,
+    progress: Option<&(Progress, Value, Option<u8>)>,
 ) -> Result<Finished, RuntimeError> {
     match runtime.submit_action(caller, request).await? {
         Submitted::Result { result, .. } => Ok(Finished::Result(result)),
         Submitted::AwaitingApproval { approval_id, .. } => Ok(Finished::Approval(approval_id)),
         Submitted::Ack(_) => match progress {
-            Some((sink, token)) => {
+            Some((sink, token, log_level)) => {
                 let stream = Followed {
                     action_id,
                     request_id,
                     token,
                     after: 0,
+                    log_level: *log_level,
                 };
                 follow(runtime, state, caller, stream, sink).await
             }
@@ -551,10 +559,12 @@ pub struct Followed<'a> {
     pub action_id: &'a str,
     /// The JSON-RPC request id of the call.
     pub request_id: &'a Value,
-    /// Its progress token.
+    /// Its progress token (`null`: the call asked for none).
     pub token: &'a Value,
     /// The chunk sequence to resume after (0: from the start).
     pub after: u64,
+    /// The minimum severity of the log messages to send (`None`: none).
+    pub log_level: Option<u8>,
 }
 
 /// The `CallToolResult` a resumed stream ends with, once the action is terminal.
@@ -588,6 +598,7 @@ async fn follow(
         request_id,
         token,
         after,
+        log_level,
     } = stream;
     let started = std::time::Instant::now();
     let idle = std::time::Duration::from_millis(runtime.max_wait_ms().max(1));
@@ -600,20 +611,9 @@ async fn follow(
         }
         match follower.next().await? {
             Some(aip_runtime::StreamItem::Chunk(chunk)) => {
-                let mut message = chunk
-                    .data
-                    .as_ref()
-                    .map(Value::to_string)
-                    .unwrap_or_default();
-                if message.len() > MAX_PROGRESS_MESSAGE {
-                    let mut end = MAX_PROGRESS_MESSAGE;
-                    while !message.is_char_boundary(end) {
-                        end -= 1;
-                    }
-                    message.truncate(end);
-                }
-                let note = json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": token, "progress": chunk.sequence, "message": message } });
+                let Some(note) = notification(&chunk, token, log_level) else {
+                    continue;
+                };
                 if sink.is_closed() {
                     return wait(runtime, state, caller, action_id).await;
                 }
@@ -634,6 +634,63 @@ async fn follow(
             None => return wait(runtime, state, caller, action_id).await,
         }
     }
+}
+
+/// The notification a stream chunk becomes for a client with progress `token` (`null`: none) and
+/// minimum log severity `log_level`, if any: a log chunk (`{log: {level, logger?, data}}`) is a
+/// `notifications/message`; a progress chunk with a numeric `progress` keeps its values; any other
+/// chunk is progress numbered by its sequence, its data as the message.
+fn notification(
+    chunk: &aip_core::StreamChunk,
+    token: &Value,
+    log_level: Option<u8>,
+) -> Option<Value> {
+    let data = chunk.data.as_ref();
+    if let Some(log) = data.and_then(|d| d.get("log")) {
+        let level = log.get("level").and_then(Value::as_str).unwrap_or("info");
+        let severity = super::LOG_LEVELS.iter().position(|l| *l == level)?;
+        if (severity as u8) < log_level? {
+            return None;
+        }
+        let mut params =
+            json!({ "level": level, "data": log.get("data").cloned().unwrap_or(Value::Null) });
+        if let Some(logger) = log.get("logger").and_then(Value::as_str) {
+            params["logger"] = json!(logger);
+        }
+        return Some(
+            json!({ "jsonrpc": "2.0", "method": "notifications/message", "params": params }),
+        );
+    }
+    if token.is_null() {
+        return None;
+    }
+    if chunk.kind == aip_core::StreamChunkKind::Progress
+        && let Some(progress) = data
+            .and_then(|d| d.get("progress"))
+            .filter(|p| p.is_number())
+    {
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        for key in ["total", "message"] {
+            if let Some(v) = data.and_then(|d| d.get(key)) {
+                params[key] = v.clone();
+            }
+        }
+        return Some(
+            json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": params }),
+        );
+    }
+    let mut message = data.map(Value::to_string).unwrap_or_default();
+    if message.len() > MAX_PROGRESS_MESSAGE {
+        let mut end = MAX_PROGRESS_MESSAGE;
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+    }
+    Some(
+        json!({ "jsonrpc": "2.0", "method": "notifications/progress", "params": {
+        "progressToken": token, "progress": chunk.sequence, "message": message } }),
+    )
 }
 
 /// Waits (bounded by the deployment's longest action timeout) for a queued action's outcome.
@@ -718,6 +775,46 @@ mod tests {
             "id": "cap:demo:echo", "name": "Echo", "kind": "tool",
             "input_schema": {"type": "object"}, "output_schema": {"type": "object"},
         }))
+    }
+
+    fn chunk(kind: aip_core::StreamChunkKind, data: Value) -> aip_core::StreamChunk {
+        aip_core::StreamChunk {
+            action_id: aip_core::ActionId::new("act_1"),
+            sequence: 4,
+            kind,
+            data: Some(data),
+            part: None,
+        }
+    }
+
+    #[test]
+    fn chunks_become_progress_or_log_notifications_as_the_client_asked() {
+        use aip_core::StreamChunkKind::{Data, Progress, Thought};
+        let token = json!("t1");
+        let progress = chunk(Progress, json!({"progress": 50, "total": 100}));
+        let note = notification(&progress, &token, None).unwrap();
+        assert_eq!(note["method"], "notifications/progress");
+        assert_eq!(
+            note["params"],
+            json!({"progressToken": "t1", "progress": 50, "total": 100})
+        );
+        // No token: no progress at all.
+        assert!(notification(&progress, &Value::Null, Some(0)).is_none());
+        let data = notification(&chunk(Data, json!({"n": 1})), &token, None).unwrap();
+        assert_eq!(data["params"]["progress"], 4);
+        let log = chunk(
+            Thought,
+            json!({"log": {"level": "info", "logger": "t", "data": "hi"}}),
+        );
+        // A log message only to a session that set a level, and only at or above it.
+        assert!(notification(&log, &token, None).is_none());
+        assert!(notification(&log, &token, Some(3)).is_none());
+        let note = notification(&log, &Value::Null, Some(0)).unwrap();
+        assert_eq!(note["method"], "notifications/message");
+        assert_eq!(
+            note["params"],
+            json!({"level": "info", "logger": "t", "data": "hi"})
+        );
     }
 
     #[test]

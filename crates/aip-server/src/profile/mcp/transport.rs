@@ -100,7 +100,7 @@ pub async fn post(
                 Ok(session) => session,
                 Err(response) => return response,
             };
-            if wants_progress(&message) {
+            if wants_stream(&message, mcp.log_levels.get(&session.id).is_some()) {
                 return progress_stream(
                     app.clone(),
                     Arc::clone(&mcp),
@@ -206,6 +206,7 @@ pub async fn delete(
     {
         Ok(_) => {
             mcp.subscriptions.forget(&session_id);
+            mcp.log_levels.remove(&session_id);
             StatusCode::NO_CONTENT.into_response()
         }
         Err(RuntimeError::NotFound(_) | RuntimeError::SessionState(_)) => session_not_found(),
@@ -439,6 +440,7 @@ impl Endpoint<'_> {
                             version: session.version,
                             request_id: id,
                             progress,
+                            log_level: self.mcp.log_levels.get(&session.id),
                         };
                         tools::call(&self.app.runtime, self.mcp, call, params).await
                     }
@@ -448,14 +450,18 @@ impl Endpoint<'_> {
                     Err((code, message)) => rpc::error(id, code, &message, None),
                 }
             }
-            // Accepted and checked; this server emits no log notifications, so every level
-            // filters them all.
-            "logging/setLevel" => match params.get("level").and_then(Value::as_str) {
-                Some(
-                    "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert"
-                    | "emergency",
-                ) => rpc::result(id, json!({})),
-                _ => rpc::error(id, rpc::INVALID_PARAMS, "unknown log level", None),
+            // From then on, a tool call's log messages at or above the level (an upstream MCP
+            // tool's, as stream chunks) reach the client on the call's response stream.
+            "logging/setLevel" => match params
+                .get("level")
+                .and_then(Value::as_str)
+                .and_then(|l| super::LOG_LEVELS.iter().position(|k| *k == l))
+            {
+                Some(severity) => {
+                    self.mcp.log_levels.set(&session.id, severity as u8);
+                    rpc::result(id, json!({}))
+                }
+                None => rpc::error(id, rpc::INVALID_PARAMS, "unknown log level", None),
             },
             "resources/list"
             | "resources/read"
@@ -700,11 +706,12 @@ pub(super) fn init_result(version: Version, prompts: bool, subscribe: bool) -> V
     })
 }
 
-/// A `tools/call` asking for progress (`_meta.progressToken`).
-fn wants_progress(message: &Message) -> bool {
+/// A `tools/call` answered as a stream: it asks for progress (`_meta.progressToken`), or its
+/// session set a log level (the call's log messages travel on the stream).
+fn wants_stream(message: &Message, logs: bool) -> bool {
     matches!(message, Message::Request { method, params, .. }
         if method == "tools/call"
-            && params.get("_meta").and_then(|m| m.get("progressToken")).is_some())
+            && (logs || params.get("_meta").and_then(|m| m.get("progressToken")).is_some()))
 }
 
 /// Answers a request as an SSE stream (Streamable HTTP): its `notifications/progress`, then its
@@ -808,6 +815,7 @@ async fn resume(endpoint: Endpoint<'_>, session: Session, last_event_id: &str) -
             request_id: &request_id,
             token: &token,
             after: if after == u64::MAX { 0 } else { after },
+            log_level: mcp.log_levels.get(&session.id),
         };
         let reply = match tools::follow_to_result(&app.runtime, &mcp, &caller, stream, &tx, version)
             .await

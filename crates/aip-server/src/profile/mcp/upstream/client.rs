@@ -2,6 +2,8 @@
 //! a child process's stdio (newline-delimited) or over Streamable HTTP (JSON or SSE answers). It
 //! negotiates with `initialize`, answers the server's `ping`, refuses its other requests, bounds
 //! every message and wait, and reconnects (restarting the process) with backoff after a failure.
+//! The server's progress and log notifications during a request reach that request's listener
+//! (see [`Upstream::listen`]).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -75,6 +77,47 @@ pub enum UpstreamError {
 
 type Pending = Arc<std::sync::Mutex<HashMap<u64, oneshot::Sender<Result<Value, UpstreamError>>>>>;
 
+/// Where the notifications of a request in flight go, by request id.
+type Listeners = Arc<std::sync::Mutex<HashMap<u64, tokio::sync::mpsc::Sender<Value>>>>;
+
+/// Notifications queued for one request before more are dropped.
+const LISTENER_QUEUE: usize = 64;
+
+/// Hands a server notification to the request it belongs to: a progress notification by its token
+/// (the request id, as this client sends it); a log message to `request` (the HTTP stream it came
+/// on) or, over stdio where messages name no request, to the only request in flight. Anything else,
+/// or a full queue, is dropped (logged).
+fn route(listeners: &Listeners, message: &Value, request: Option<u64>) {
+    let method = message.get("method").and_then(Value::as_str);
+    let params = message.get("params");
+    let listeners = listeners
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let target = match method {
+        Some("notifications/progress") => params
+            .and_then(|p| p.get("progressToken"))
+            .and_then(Value::as_u64)
+            .and_then(|id| listeners.get(&id)),
+        Some("notifications/message") => match request {
+            Some(id) => listeners.get(&id),
+            None if listeners.len() == 1 => listeners.values().next(),
+            None => None,
+        },
+        _ => None,
+    };
+    match target {
+        Some(tx) if tx.try_send(message.clone()).is_err() => {
+            tracing::debug!("an upstream notification was dropped (its listener is full or gone)");
+        }
+        Some(_) => {}
+        None if method == Some("notifications/message") => {
+            let text = params.map(|p| p.to_string()).unwrap_or_default();
+            tracing::info!(message = %text, "upstream log message");
+        }
+        None => {}
+    }
+}
+
 /// One live connection. Built once per (re)connection and shared behind an `Arc`: the variants'
 /// sizes do not matter.
 #[allow(clippy::large_enum_variant)]
@@ -104,6 +147,7 @@ pub struct Upstream {
     connection: Mutex<Option<Arc<Connection>>>,
     next_id: AtomicU64,
     retry: std::sync::Mutex<(u32, Option<Instant>)>,
+    listeners: Listeners,
 }
 
 impl Upstream {
@@ -115,7 +159,27 @@ impl Upstream {
             connection: Mutex::new(None),
             next_id: AtomicU64::new(1),
             retry: std::sync::Mutex::new((0, None)),
+            listeners: Arc::default(),
         })
+    }
+
+    /// Receives the server's progress and log notifications for request `id` until
+    /// [`Upstream::unlisten`] (bounded: a slow reader loses notifications, never the request).
+    pub fn listen(&self, id: u64) -> tokio::sync::mpsc::Receiver<Value> {
+        let (tx, rx) = tokio::sync::mpsc::channel(LISTENER_QUEUE);
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(id, tx);
+        rx
+    }
+
+    /// Stops [`Upstream::listen`] for request `id`.
+    pub fn unlisten(&self, id: u64) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&id);
     }
 
     /// Every tool the server lists (following `nextCursor`, at most 1000 tools).
@@ -176,7 +240,11 @@ impl Upstream {
         timeout: Duration,
     ) -> Result<Value, UpstreamError> {
         let connection = self.connected().await?;
-        let outcome = tokio::time::timeout(timeout, send(&connection, id, method, params)).await;
+        let outcome = tokio::time::timeout(
+            timeout,
+            send(&connection, id, method, params, &self.listeners),
+        )
+        .await;
         match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(err)) => {
@@ -306,13 +374,13 @@ impl Upstream {
                 tokio::spawn(read_stdio(
                     stdout,
                     Arc::downgrade(&connection),
-                    pending,
+                    (pending, Arc::clone(&self.listeners)),
                     alive,
                 ));
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                 let answer = tokio::time::timeout(
                     SETUP_TIMEOUT,
-                    send(&connection, id, "initialize", initialize),
+                    send(&connection, id, "initialize", initialize, &self.listeners),
                 )
                 .await
                 .map_err(|_| UpstreamError::Timeout)??;
@@ -336,7 +404,7 @@ impl Upstream {
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed);
                 let (answer, session) = tokio::time::timeout(
                     SETUP_TIMEOUT,
-                    http_exchange(&first, &rpc(id, "initialize", initialize)),
+                    http_exchange(&first, &rpc(id, "initialize", initialize), None),
                 )
                 .await
                 .map_err(|_| UpstreamError::Timeout)??;
@@ -407,6 +475,7 @@ async fn send(
     id: u64,
     method: &str,
     params: Value,
+    listeners: &Listeners,
 ) -> Result<Value, UpstreamError> {
     let message = rpc(id, method, params);
     match connection {
@@ -440,7 +509,7 @@ async fn send(
             }
         }
         Connection::Http { .. } => {
-            let (answer, _) = http_exchange(connection, &message).await?;
+            let (answer, _) = http_exchange(connection, &message, Some(listeners)).await?;
             let answer = answer.ok_or_else(|| UpstreamError::Protocol("no response".into()))?;
             result_of(answer, id)
         }
@@ -460,15 +529,16 @@ async fn notify(connection: &Connection, method: &str, params: Value) -> Result<
                 .await
                 .map_err(|e| UpstreamError::Unavailable(e.to_string()))
         }
-        Connection::Http { .. } => http_exchange(connection, &message).await.map(|_| ()),
+        Connection::Http { .. } => http_exchange(connection, &message, None).await.map(|_| ()),
     }
 }
 
 /// POSTs one message; returns the response to it (JSON or from an SSE stream) and the session id
-/// the server assigned, if any.
+/// the server assigned, if any. Notifications on the stream before the response go to `listeners`.
 async fn http_exchange(
     connection: &Connection,
     message: &Value,
+    listeners: Option<&Listeners>,
 ) -> Result<(Option<Value>, Option<String>), UpstreamError> {
     let Connection::Http {
         client,
@@ -526,6 +596,7 @@ async fn http_exchange(
     }
     let want = message.get("id").cloned();
     let mut body = Vec::new();
+    let mut scanned = 0;
     let mut stream = response;
     while let Some(chunk) = stream
         .chunk()
@@ -536,8 +607,23 @@ async fn http_exchange(
             return Err(UpstreamError::Protocol("the answer is too large".into()));
         }
         body.extend_from_slice(&chunk);
-        if is_sse && let Some(found) = sse_response(&body, want.as_ref()) {
-            return Ok((Some(found), assigned));
+        if !is_sse {
+            continue;
+        }
+        let (events, consumed) = sse_events(&body[scanned..]);
+        scanned += consumed;
+        for event in events {
+            if event.get("id") == want.as_ref()
+                && (event.get("result").is_some() || event.get("error").is_some())
+            {
+                return Ok((Some(event), assigned));
+            }
+            if let Some(listeners) = listeners
+                && event.get("method").is_some()
+                && event.get("id").is_none()
+            {
+                route(listeners, &event, want.as_ref().and_then(Value::as_u64));
+            }
         }
     }
     if is_sse {
@@ -550,26 +636,37 @@ async fn http_exchange(
     Ok((Some(value), assigned))
 }
 
-/// The response with id `want` among the complete SSE events of `body`.
-fn sse_response(body: &[u8], want: Option<&Value>) -> Option<Value> {
-    // Lines may end in CRLF (SSE allows CR, LF and CRLF).
-    let text = std::str::from_utf8(body).ok()?.replace("\r\n", "\n");
-    let complete = &text[..text.rfind("\n\n")? + 2];
-    for event in complete.split("\n\n") {
+/// The JSON messages of the complete SSE events at the start of `body`, and how many bytes those
+/// events took (the rest is an event still arriving).
+fn sse_events(body: &[u8]) -> (Vec<Value>, usize) {
+    let mut events = Vec::new();
+    let mut consumed = 0;
+    loop {
+        let rest = &body[consumed..];
+        // An event ends at a blank line; lines may end in CRLF (SSE allows CR, LF and CRLF).
+        let end = [&b"\r\n\r\n"[..], b"\n\n"]
+            .iter()
+            .filter_map(|sep| {
+                rest.windows(sep.len())
+                    .position(|w| w == *sep)
+                    .map(|at| at + sep.len())
+            })
+            .min();
+        let Some(end) = end else {
+            return (events, consumed);
+        };
+        let event = String::from_utf8_lossy(&rest[..end]);
         let data: String = event
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
             .map(str::trim_start)
             .collect::<Vec<_>>()
             .join("\n");
-        if let Ok(value) = serde_json::from_str::<Value>(&data)
-            && value.get("id") == want
-            && (value.get("result").is_some() || value.get("error").is_some())
-        {
-            return Some(value);
+        if let Ok(value) = serde_json::from_str::<Value>(&data) {
+            events.push(value);
         }
+        consumed += end;
     }
-    None
 }
 
 /// The process's stderr as log lines (each cut at 4 KiB), so its output stays in `aip serve`'s log.
@@ -592,7 +689,7 @@ async fn log_stderr(name: String, stderr: tokio::process::ChildStderr) {
 async fn read_stdio(
     stdout: tokio::process::ChildStdout,
     connection: std::sync::Weak<Connection>,
-    pending: Pending,
+    (pending, listeners): (Pending, Listeners),
     alive: Arc<AtomicBool>,
 ) {
     let mut reader = BufReader::new(stdout);
@@ -625,8 +722,8 @@ async fn read_stdio(
                     let _ = stdin.lock().await.write_all(text.as_bytes()).await;
                 }
             }
-            // A notification: nothing to do.
-            (Some(_), None) => {}
+            // A notification: to the request it belongs to, if any.
+            (Some(_), None) => route(&listeners, &message, None),
             (None, Some(Value::Number(n))) => {
                 let waiter = n.as_u64().and_then(|n| {
                     pending
@@ -657,15 +754,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_response_is_found_among_complete_sse_events_only() {
+    fn only_complete_sse_events_are_read_and_the_rest_waits() {
         let body = b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\nevent: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n";
-        assert_eq!(
-            sse_response(body, Some(&json!(3))),
-            Some(json!({"jsonrpc": "2.0", "id": 3, "result": {}}))
-        );
-        assert_eq!(sse_response(&body[..body.len() - 1], Some(&json!(3))), None);
-        assert_eq!(sse_response(body, Some(&json!(4))), None);
+        let (events, consumed) = sse_events(body);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1], json!({"jsonrpc": "2.0", "id": 3, "result": {}}));
+        assert_eq!(consumed, body.len());
+        let (events, consumed) = sse_events(&body[..body.len() - 1]);
+        assert_eq!(events.len(), 1);
+        assert!(consumed < body.len() - 1);
         let crlf = b"event: message\r\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\r\n\r\n";
-        assert!(sse_response(crlf, Some(&json!(1))).is_some());
+        assert_eq!(sse_events(crlf).0.len(), 1);
+    }
+
+    #[test]
+    fn notifications_reach_the_request_they_belong_to() {
+        let listeners: Listeners = Arc::default();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(4);
+        listeners.lock().unwrap().insert(7, tx);
+        let progress = json!({"method": "notifications/progress", "params": {"progressToken": 7, "progress": 1}});
+        route(&listeners, &progress, None);
+        route(
+            &listeners,
+            &json!({"method": "notifications/progress", "params": {"progressToken": 8}}),
+            None,
+        );
+        let log =
+            json!({"method": "notifications/message", "params": {"level": "info", "data": "x"}});
+        // Over stdio a log message goes to the only request in flight.
+        route(&listeners, &log, None);
+        assert_eq!(rx.try_recv().unwrap(), progress);
+        assert_eq!(rx.try_recv().unwrap(), log);
+        assert!(rx.try_recv().is_err());
+        let (tx2, mut rx2) = tokio::sync::mpsc::channel(4);
+        listeners.lock().unwrap().insert(9, tx2);
+        // Two in flight: a message naming no request reaches neither; one from request 9's stream does.
+        route(&listeners, &log, None);
+        route(&listeners, &log, Some(9));
+        assert!(rx.try_recv().is_err());
+        assert_eq!(rx2.try_recv().unwrap(), log);
     }
 }

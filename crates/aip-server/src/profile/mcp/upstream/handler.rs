@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aip_core::ErrorCode;
+use aip_core::{ErrorCode, StreamChunkKind};
 use aip_runtime::handler::{
     ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
 };
@@ -28,7 +28,8 @@ pub struct ToolHandler {
 impl ActionHandler for ToolHandler {
     fn support(&self) -> HandlerSupport {
         HandlerSupport {
-            modes: BTreeSet::from([Mode::Sync, Mode::Async]),
+            // Streaming: the upstream's progress and log notifications become stream chunks.
+            modes: BTreeSet::from([Mode::Sync, Mode::Async, Mode::Streaming]),
             // Cancelling a mutation cannot prove it did not happen.
             cancellable: !self.mutation,
             mutation: self.mutation,
@@ -43,15 +44,34 @@ impl ActionHandler for ToolHandler {
     ) -> Result<HandlerOutput, HandlerError> {
         let timeout = self.timeout.min(ctx.remaining());
         let id = self.upstream.reserve_id();
-        let params = json!({ "name": self.tool, "arguments": input });
+        let mut params = json!({ "name": self.tool, "arguments": input });
+        // A streaming action hears the tool's progress (token: the request id) and log messages.
+        let mut notes = ctx.chunks.is_streaming().then(|| {
+            params["_meta"] = json!({ "progressToken": id });
+            self.upstream.listen(id)
+        });
         let call = self.upstream.request_as(id, "tools/call", params, timeout);
-        let outcome = tokio::select! {
-            outcome = call => outcome,
-            () = ctx.cancellation.cancelled(), if !self.mutation => {
-                self.upstream.cancel(id, "the AIP action was cancelled").await;
-                return Err(HandlerError::Cancelled);
+        tokio::pin!(call);
+        let mut forwarded = 0;
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut call => break outcome,
+                note = next_note(&mut notes) => match note {
+                    Some(note) => forward(ctx, &note, &mut forwarded).await?,
+                    None => notes = None,
+                },
+                () = ctx.cancellation.cancelled(), if !self.mutation => {
+                    self.upstream.unlisten(id);
+                    self.upstream.cancel(id, "the AIP action was cancelled").await;
+                    return Err(HandlerError::Cancelled);
+                }
             }
         };
+        self.upstream.unlisten(id);
+        // What arrived just before the response still belongs to the call.
+        while let Some(note) = notes.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            forward(ctx, &note, &mut forwarded).await?;
+        }
         match outcome {
             Ok(result) => project(&result),
             Err(err) => Err(self.failure(err)),
@@ -94,6 +114,64 @@ impl ToolHandler {
             UpstreamError::Protocol(m) => failed(ErrorCode::ConnectorProtocol, false, m),
         }
     }
+}
+
+/// Most notifications one call forwards as chunks (the rest are dropped, logged).
+const MAX_FORWARDED: usize = 1000;
+
+/// The next notification, when the call listens for them.
+async fn next_note(notes: &mut Option<tokio::sync::mpsc::Receiver<Value>>) -> Option<Value> {
+    match notes {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// An upstream notification as a stream chunk: progress as a `progress` chunk
+/// `{progress, total?, message?}`, a log message as a `thought` chunk `{log: {level, logger?,
+/// data}}` (profiles project them back: MCP `notifications/progress` and `notifications/message`).
+async fn forward(
+    ctx: &TrustedContext,
+    note: &Value,
+    forwarded: &mut usize,
+) -> Result<(), HandlerError> {
+    let params = note.get("params").cloned().unwrap_or(Value::Null);
+    let chunk = match note.get("method").and_then(Value::as_str) {
+        Some("notifications/progress") => {
+            let Some(progress) = params.get("progress").filter(|p| p.is_number()) else {
+                return Ok(());
+            };
+            let mut data = json!({ "progress": progress });
+            if let Some(total) = params.get("total").filter(|t| t.is_number()) {
+                data["total"] = total.clone();
+            }
+            if let Some(message) = params.get("message").and_then(Value::as_str) {
+                data["message"] = json!(message.chars().take(1024).collect::<String>());
+            }
+            (StreamChunkKind::Progress, data)
+        }
+        Some("notifications/message") => {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .unwrap_or("info");
+            let mut log = json!({ "level": level, "data": params.get("data").cloned().unwrap_or(Value::Null) });
+            if let Some(logger) = params.get("logger").and_then(Value::as_str) {
+                log["logger"] = json!(logger);
+            }
+            if log.to_string().len() > 16 * 1024 {
+                log["data"] = json!("(an upstream log message larger than 16 KiB was cut)");
+            }
+            (StreamChunkKind::Thought, json!({ "log": log }))
+        }
+        _ => return Ok(()),
+    };
+    if *forwarded >= MAX_FORWARDED {
+        tracing::debug!(action = %ctx.action_id, "upstream notification dropped: the call forwarded its maximum");
+        return Ok(());
+    }
+    *forwarded += 1;
+    ctx.chunks.emit(chunk.0, Some(chunk.1)).await.map(|_| ())
 }
 
 /// A `CallToolResult` as the action's output: `structuredContent` when the tool gives one, else

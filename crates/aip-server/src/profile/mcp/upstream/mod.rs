@@ -201,8 +201,12 @@ pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Offered, String>
                 )
             })?;
             let overrides = config.overrides.get(name).cloned().unwrap_or_default();
-            let (capability, mutation) = capability(&prefix, tool, &overrides)
+            let (mut capability, mutation) = capability(&prefix, tool, &overrides)
                 .map_err(|e| format!("mcp_upstreams {} tool {name}: {e}", config.name))?;
+            // A streaming call carries the tool's progress and log notifications as chunks.
+            if let Some(contract) = capability.contract.as_mut() {
+                contract.execution.supports_streaming = true;
+            }
             let handler = handler::ToolHandler {
                 upstream: Arc::clone(&upstream),
                 tool: name.to_owned(),
