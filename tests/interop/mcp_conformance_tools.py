@@ -14,6 +14,7 @@ from mcp.types import (
     AudioContent,
     EmbeddedResource,
     ImageContent,
+    SamplingMessage,
     TextContent,
     TextResourceContents,
 )
@@ -101,6 +102,91 @@ async def test_tool_with_progress(ctx: Context) -> str:
     await asyncio.sleep(0.05)
     await ctx.report_progress(100, 100)
     return "Tool with progress executed successfully"
+
+
+@server.tool()
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Asks the calling client's model (sampling/createMessage, relayed by aip serve)."""
+    result = await ctx.request_context.session.create_message(
+        messages=[SamplingMessage(role="user", content=TextContent(type="text", text=prompt))],
+        max_tokens=100,
+    )
+    text = getattr(result.content, "text", None) or str(result.content)
+    return f"LLM response: {text}"
+
+
+async def elicit(ctx: Context, message: str, schema: dict) -> str:
+    result = await ctx.request_context.session.elicit_form(message, schema)
+    return f"action={result.action}, content={result.content}"
+
+
+@server.tool()
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the calling client's user (elicitation/create, relayed by aip serve)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    return "User response: " + await elicit(ctx, message, schema)
+
+
+@server.tool()
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicits with a default for each primitive type (SEP-1034)."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+            "verified": {"type": "boolean", "default": True},
+        },
+    }
+    return "Elicitation completed: " + await elicit(ctx, "Defaults", schema)
+
+
+@server.tool()
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicits with the five enum shapes of SEP-1330."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            "titledSingle": {
+                "type": "string",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            },
+            "titledMulti": {
+                "type": "array",
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]
+                },
+            },
+        },
+    }
+    return "Elicitation completed: " + await elicit(ctx, "Enums", schema)
 
 
 if __name__ == "__main__":

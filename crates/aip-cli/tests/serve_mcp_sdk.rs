@@ -406,6 +406,22 @@ risk = "low"
 mcp_name = "test_tool_with_progress"
 side_effects = ["read"]
 risk = "low"
+[mcp_upstreams.overrides.test_sampling]
+mcp_name = "test_sampling"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_elicitation]
+mcp_name = "test_elicitation"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_elicitation_sep1034_defaults]
+mcp_name = "test_elicitation_sep1034_defaults"
+side_effects = ["read"]
+risk = "low"
+[mcp_upstreams.overrides.test_elicitation_sep1330_enums]
+mcp_name = "test_elicitation_sep1330_enums"
+side_effects = ["read"]
+risk = "low"
 
 [[mcp.resource_templates]]
 uri_template = "test://template/{{id}}/data"

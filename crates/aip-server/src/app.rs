@@ -90,9 +90,12 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     for entry in &config.capabilities {
         entries.push(configured_capability(entry, config, &node)?);
     }
-    let upstreams = crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams)
-        .await
-        .map_err(ServeError::Config)?;
+    // Upstream tools' requests for the calling MCP client go through this relay.
+    let relay = Arc::new(crate::profile::mcp::relay::Relay::default());
+    let upstreams =
+        crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams, Arc::clone(&relay))
+            .await
+            .map_err(ServeError::Config)?;
     entries.extend(upstreams.capabilities);
     entries.extend(
         crate::profile::a2a::remote::capabilities(&config.a2a_remotes)
@@ -261,6 +264,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             limits.max_action_timeout_ms,
             prompts,
             templates,
+            relay,
         );
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
     }

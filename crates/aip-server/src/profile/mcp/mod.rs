@@ -14,6 +14,7 @@ pub mod content;
 mod facade;
 mod legacy;
 pub mod oauth;
+pub mod relay;
 pub mod resources;
 pub mod rpc;
 mod standalone;
@@ -137,6 +138,8 @@ pub struct McpState {
     pub(crate) subscriptions: standalone::Subscriptions,
     /// The log level each session set (`logging/setLevel`), on this node.
     pub(crate) log_levels: LogLevels,
+    /// Upstream tools' requests for the calling client (sampling, elicitation).
+    pub(crate) relay: Arc<relay::Relay>,
 }
 
 /// Sessions' minimum log severities (0 `debug` .. 7 `emergency`), bounded: past the bound an
@@ -197,6 +200,7 @@ impl McpState {
         max_call_wait_ms: u64,
         prompts: Vec<resources::PromptConfig>,
         templates: Vec<templates::Template>,
+        relay: Arc<relay::Relay>,
     ) -> Self {
         Self {
             tools,
@@ -208,6 +212,7 @@ impl McpState {
             standalone: standalone::Standalone::default(),
             subscriptions: standalone::Subscriptions::default(),
             log_levels: LogLevels::default(),
+            relay,
         }
     }
 }

@@ -37,8 +37,13 @@ pub enum Message {
         /// Parameters.
         params: Map<String, Value>,
     },
-    /// A response to a request of ours (this server sends none yet, so it is only acknowledged).
-    Response,
+    /// A response to a request of ours (sampling, elicitation: see `relay`).
+    Response {
+        /// The id of our request.
+        id: Value,
+        /// Its result, or its error as (code, message).
+        outcome: Result<Value, (i64, String)>,
+    },
 }
 
 /// Why a value is not a JSON-RPC message: the error to answer, with the id when one was readable.
@@ -94,7 +99,21 @@ impl Message {
             },
             Some(_) => Err(invalid(echo, "method must be a string")),
             None if valid_id && (object.contains_key("result") || object.contains_key("error")) => {
-                Ok(Self::Response)
+                let outcome = match (object.get("result"), object.get("error")) {
+                    (Some(result), None) => Ok(result.clone()),
+                    (_, Some(error)) => Err((
+                        error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                        error
+                            .get("message")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .chars()
+                            .take(1024)
+                            .collect(),
+                    )),
+                    (None, None) => Ok(Value::Null),
+                };
+                Ok(Self::Response { id: echo, outcome })
             }
             None => Err(invalid(
                 echo,
@@ -164,7 +183,13 @@ mod tests {
             Ok(Message::Notification { .. })
         ));
         let response = json!({"jsonrpc": "2.0", "id": "a", "result": {}});
-        assert_eq!(Message::parse(&response), Ok(Message::Response));
+        assert_eq!(
+            Message::parse(&response),
+            Ok(Message::Response {
+                id: json!("a"),
+                outcome: Ok(json!({}))
+            })
+        );
     }
 
     #[test]

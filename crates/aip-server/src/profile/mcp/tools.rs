@@ -254,6 +254,8 @@ pub struct Call<'a> {
     pub progress: Option<Progress>,
     /// The minimum severity of log messages the session asked for (`logging/setLevel`).
     pub log_level: Option<u8>,
+    /// The server-to-client requests the session's client answers.
+    pub answers: super::relay::Answers,
 }
 
 /// The outgoing channel of a call's progress notifications (a response stream, or a legacy
@@ -360,11 +362,12 @@ pub async fn call(
         .and_then(|m| m.get("progressToken"))
         .filter(|t| t.is_string() || t.is_i64() || t.is_u64())
         .cloned();
-    // Followed on the response stream when the client asked for progress or set a log level.
+    // Followed on the response stream when the client asked for progress, set a log level or
+    // answers requests.
     let progress = call
         .progress
         .clone()
-        .filter(|_| token.is_some() || call.log_level.is_some())
+        .filter(|_| token.is_some() || call.log_level.is_some() || call.answers.any())
         .map(|sink| (sink, token.unwrap_or(Value::Null), call.log_level));
     let action = Action {
         mode: Some(match (as_task, &progress) {
@@ -395,15 +398,19 @@ pub async fn call(
     }
     let flight = (call.session_id.to_owned(), call.request_id.to_string());
     state.calls.insert(flight.clone(), action_id.clone());
+    // Open to the tool's requests before it can run; only a call followed here can carry them.
+    let asks = (progress.is_some() && call.answers.any())
+        .then(|| state.relay.open(&action_id, call.answers));
     let outcome = run(
         runtime,
         state,
         call.caller,
         request,
         (&action_id, call.request_id),
-        progress.as_ref(),
+        progress.as_ref().map(|p| (p, call.session_id, asks)),
     )
     .await;
+    state.relay.close(&action_id);
     state.calls.remove(&flight);
     match outcome {
         Ok(finished) => Ok(finished.project(&action_id, call.version)),
@@ -531,19 +538,20 @@ async fn run(
     caller: &Caller,
     request: ActionRequest,
     (action_id, request_id): (&str, &Value),
-    progress: Option<&(Progress, Value, Option<u8>)>,
+    progress: Option<(&Follow, &str, Option<Asks>)>,
 ) -> Result<Finished, RuntimeError> {
     match runtime.submit_action(caller, request).await? {
         Submitted::Result { result, .. } => Ok(Finished::Result(result)),
         Submitted::AwaitingApproval { approval_id, .. } => Ok(Finished::Approval(approval_id)),
         Submitted::Ack(_) => match progress {
-            Some((sink, token, log_level)) => {
+            Some(((sink, token, log_level), session_id, asks)) => {
                 let stream = Followed {
                     action_id,
                     request_id,
                     token,
                     after: 0,
                     log_level: *log_level,
+                    asks: asks.map(|rx| (rx, session_id.to_owned())),
                 };
                 follow(runtime, state, caller, stream, sink).await
             }
@@ -565,7 +573,15 @@ pub struct Followed<'a> {
     pub after: u64,
     /// The minimum severity of the log messages to send (`None`: none).
     pub log_level: Option<u8>,
+    /// The tool's requests for the client, and the session that owes the answers.
+    pub asks: Option<(Asks, String)>,
 }
+
+/// How a call is followed: its stream, progress token (`null`: none) and log level.
+type Follow = (Progress, Value, Option<u8>);
+
+/// A followed call's requests for its client (see `relay`).
+pub type Asks = tokio::sync::mpsc::Receiver<super::relay::ClientRequest>;
 
 /// The `CallToolResult` a resumed stream ends with, once the action is terminal.
 pub async fn follow_to_result(
@@ -599,6 +615,7 @@ async fn follow(
         token,
         after,
         log_level,
+        mut asks,
     } = stream;
     let started = std::time::Instant::now();
     let idle = std::time::Duration::from_millis(runtime.max_wait_ms().max(1));
@@ -609,7 +626,14 @@ async fn follow(
         if started.elapsed().as_millis() as u64 >= state.max_call_wait_ms {
             return Ok(Finished::StillRunning);
         }
-        match follower.next().await? {
+        let item = tokio::select! {
+            item = follower.next() => item?,
+            Some(request) = next_ask(&mut asks) => {
+                ask(state, &asks, request, sink).await;
+                continue;
+            }
+        };
+        match item {
             Some(aip_runtime::StreamItem::Chunk(chunk)) => {
                 let Some(note) = notification(&chunk, token, log_level) else {
                     continue;
@@ -634,6 +658,39 @@ async fn follow(
             None => return wait(runtime, state, caller, action_id).await,
         }
     }
+}
+
+async fn next_ask(asks: &mut Option<(Asks, String)>) -> Option<super::relay::ClientRequest> {
+    match asks {
+        Some((rx, _)) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Sends a tool's request to the client on the call's stream; its answer comes back through the
+/// relay when the client posts its response in the same session.
+async fn ask(
+    state: &super::McpState,
+    asks: &Option<(Asks, String)>,
+    request: super::relay::ClientRequest,
+    sink: &Progress,
+) {
+    let Some((_, session)) = asks else { return };
+    let super::relay::ClientRequest {
+        method,
+        params,
+        reply,
+    } = request;
+    let id = match state.relay.owe(session, reply) {
+        Ok(id) => id,
+        Err(reply) => {
+            let _ = reply.send(Err((-32603, "too many requests await clients".into())));
+            return;
+        }
+    };
+    let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
+    // A reader gone away leaves the request unanswered: its asker's wait is bounded.
+    let _ = sink.send(Outgoing { id: None, message }).await;
 }
 
 /// The notification a stream chunk becomes for a client with progress `token` (`null`: none) and

@@ -100,7 +100,8 @@ pub async fn post(
                 Ok(session) => session,
                 Err(response) => return response,
             };
-            if wants_stream(&message, mcp.log_levels.get(&session.id).is_some()) {
+            let followed = mcp.log_levels.get(&session.id).is_some() || session.answers.any();
+            if wants_stream(&message, followed) {
                 return progress_stream(
                     app.clone(),
                     Arc::clone(&mcp),
@@ -225,6 +226,8 @@ pub(super) struct Session {
     pub(super) initialized: bool,
     /// Opened by the legacy SSE binding (its messages come only through that binding).
     pub(super) legacy: bool,
+    /// The server-to-client requests its client answers (as negotiated).
+    pub(super) answers: super::relay::Answers,
 }
 
 /// One request's view of the profile: who calls, through which server.
@@ -249,9 +252,16 @@ impl Endpoint<'_> {
                 .and_then(Value::as_str)
                 .map(|s| s.chars().take(MAX_CLIENT_INFO).collect::<String>())
         };
+        let declared = |k: &str| {
+            params
+                .get("capabilities")
+                .and_then(|c| c.get(k))
+                .is_some_and(Value::is_object)
+        };
         let data = json!({
             "protocol_version": version.as_str(),
             "client": { "name": info("name"), "version": info("version") },
+            "answers": { "sampling": declared("sampling"), "elicitation": declared("elicitation") },
         });
         let session = match self
             .app
@@ -350,11 +360,22 @@ impl Endpoint<'_> {
         let legacy = data
             .and_then(|d| d.get("transport"))
             .is_some_and(|t| t == "legacy-sse");
+        let declared = |k: &str| {
+            data.and_then(|d| d.pointer(&format!("/answers/{k}")))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        };
+        let answers = super::relay::Answers {
+            sampling: declared("sampling"),
+            // Never sent below 2025-06-18 (notes 5, item 4).
+            elicitation: declared("elicitation") && version >= Version::V2025_06_18,
+        };
         Ok(Session {
             id: record.session_id,
             version,
             initialized: record.state != SessionState::New,
             legacy,
+            answers,
         })
     }
 
@@ -379,7 +400,10 @@ impl Endpoint<'_> {
                 self.notification(session, &method, &params).await;
                 None
             }
-            Message::Response => None,
+            Message::Response { id, outcome } => {
+                self.mcp.relay.answer(&session.id, &id, outcome);
+                None
+            }
         }
     }
 
@@ -441,6 +465,7 @@ impl Endpoint<'_> {
                             request_id: id,
                             progress,
                             log_level: self.mcp.log_levels.get(&session.id),
+                            answers: session.answers,
                         };
                         tools::call(&self.app.runtime, self.mcp, call, params).await
                     }
@@ -707,11 +732,12 @@ pub(super) fn init_result(version: Version, prompts: bool, subscribe: bool) -> V
 }
 
 /// A `tools/call` answered as a stream: it asks for progress (`_meta.progressToken`), or its
-/// session set a log level (the call's log messages travel on the stream).
-fn wants_stream(message: &Message, logs: bool) -> bool {
+/// session is `followed` (it set a log level, or its client answers sampling or elicitation: the
+/// call's log messages and requests travel on the stream).
+fn wants_stream(message: &Message, followed: bool) -> bool {
     matches!(message, Message::Request { method, params, .. }
         if method == "tools/call"
-            && (logs || params.get("_meta").and_then(|m| m.get("progressToken")).is_some()))
+            && (followed || params.get("_meta").and_then(|m| m.get("progressToken")).is_some()))
 }
 
 /// Answers a request as an SSE stream (Streamable HTTP): its `notifications/progress`, then its
@@ -816,6 +842,7 @@ async fn resume(endpoint: Endpoint<'_>, session: Session, last_event_id: &str) -
             token: &token,
             after: if after == u64::MAX { 0 } else { after },
             log_level: mcp.log_levels.get(&session.id),
+            asks: None,
         };
         let reply = match tools::follow_to_result(&app.runtime, &mcp, &caller, stream, &tx, version)
             .await

@@ -83,11 +83,12 @@ type Listeners = Arc<std::sync::Mutex<HashMap<u64, tokio::sync::mpsc::Sender<Val
 /// Notifications queued for one request before more are dropped.
 const LISTENER_QUEUE: usize = 64;
 
-/// Hands a server notification to the request it belongs to: a progress notification by its token
-/// (the request id, as this client sends it); a log message to `request` (the HTTP stream it came
-/// on) or, over stdio where messages name no request, to the only request in flight. Anything else,
-/// or a full queue, is dropped (logged).
-fn route(listeners: &Listeners, message: &Value, request: Option<u64>) {
+/// Hands a server notification or request to the request it belongs to: a progress notification
+/// by its token (the request id, as this client sends it); a log message, a sampling or an
+/// elicitation request to `request` (the HTTP stream it came on) or, over stdio where messages
+/// name no request, to the only request in flight. Anything else, or a full queue, is dropped
+/// (logged). Whether it was delivered.
+fn route(listeners: &Listeners, message: &Value, request: Option<u64>) -> bool {
     let method = message.get("method").and_then(Value::as_str);
     let params = message.get("params");
     let listeners = listeners
@@ -98,23 +99,27 @@ fn route(listeners: &Listeners, message: &Value, request: Option<u64>) {
             .and_then(|p| p.get("progressToken"))
             .and_then(Value::as_u64)
             .and_then(|id| listeners.get(&id)),
-        Some("notifications/message") => match request {
-            Some(id) => listeners.get(&id),
-            None if listeners.len() == 1 => listeners.values().next(),
-            None => None,
-        },
+        Some("notifications/message" | "sampling/createMessage" | "elicitation/create") => {
+            match request {
+                Some(id) => listeners.get(&id),
+                None if listeners.len() == 1 => listeners.values().next(),
+                None => None,
+            }
+        }
         _ => None,
     };
     match target {
         Some(tx) if tx.try_send(message.clone()).is_err() => {
             tracing::debug!("an upstream notification was dropped (its listener is full or gone)");
+            false
         }
-        Some(_) => {}
+        Some(_) => true,
         None if method == Some("notifications/message") => {
             let text = params.map(|p| p.to_string()).unwrap_or_default();
             tracing::info!(message = %text, "upstream log message");
+            false
         }
-        None => {}
+        None => false,
     }
 }
 
@@ -172,6 +177,24 @@ impl Upstream {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(id, tx);
         rx
+    }
+
+    /// Answers the server's request `id` (sampling, elicitation) on the live connection.
+    pub async fn respond(&self, id: Value, outcome: Result<Value, (i64, String)>) {
+        let message = match outcome {
+            Ok(result) => json!({ "jsonrpc": "2.0", "id": id, "result": result }),
+            Err((code, message)) => {
+                json!({ "jsonrpc": "2.0", "id": id, "error": { "code": code, "message": message } })
+            }
+        };
+        let connection = self.connection.lock().await.clone();
+        let sent = match connection.as_deref() {
+            Some(connection) => post(connection, &message).await.map_err(|e| e.to_string()),
+            None => Err("not connected".into()),
+        };
+        if let Err(e) = sent {
+            tracing::warn!(upstream = %self.name, error = %e, "an answer to the upstream was not sent");
+        }
     }
 
     /// Stops [`Upstream::listen`] for request `id`.
@@ -332,7 +355,8 @@ impl Upstream {
     async fn connect(&self) -> Result<Arc<Connection>, UpstreamError> {
         let initialize = json!({
             "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
+            // Relayed to the calling /mcp client when it answers them (else refused per request).
+            "capabilities": { "sampling": {}, "elicitation": {} },
             "clientInfo": { "name": "aip", "version": env!("CARGO_PKG_VERSION") },
         });
         match &self.endpoint {
@@ -518,6 +542,11 @@ async fn send(
 
 async fn notify(connection: &Connection, method: &str, params: Value) -> Result<(), UpstreamError> {
     let message = json!({ "jsonrpc": "2.0", "method": method, "params": params });
+    post(connection, &message).await
+}
+
+/// Sends one message that gets no answer (a notification, or our response to the server).
+async fn post(connection: &Connection, message: &Value) -> Result<(), UpstreamError> {
     match connection {
         Connection::Stdio { stdin, .. } => {
             let mut line = message.to_string();
@@ -529,7 +558,7 @@ async fn notify(connection: &Connection, method: &str, params: Value) -> Result<
                 .await
                 .map_err(|e| UpstreamError::Unavailable(e.to_string()))
         }
-        Connection::Http { .. } => http_exchange(connection, &message, None).await.map(|_| ()),
+        Connection::Http { .. } => http_exchange(connection, message, None).await.map(|_| ()),
     }
 }
 
@@ -620,9 +649,13 @@ async fn http_exchange(
             }
             if let Some(listeners) = listeners
                 && event.get("method").is_some()
-                && event.get("id").is_none()
+                && !route(listeners, &event, want.as_ref().and_then(Value::as_u64))
+                && let Some(id) = event.get("id")
             {
-                route(listeners, &event, want.as_ref().and_then(Value::as_u64));
+                // A request nobody takes is refused, so the server does not wait for it.
+                let refusal = json!({ "jsonrpc": "2.0", "id": id,
+                    "error": { "code": -32601, "message": "not supported by this client" } });
+                let _ = Box::pin(http_exchange(connection, &refusal, None)).await;
             }
         }
     }
@@ -709,7 +742,9 @@ async fn read_stdio(
         };
         let id = message.get("id").cloned();
         match (message.get("method").and_then(Value::as_str), id) {
-            // A request from the server.
+            // A request of the server for the calling client: relayed by the call it belongs to.
+            (Some(_), Some(_)) if route(&listeners, &message, None) => {}
+            // Another request from the server.
             (Some(method), Some(id)) => {
                 let answer = if method == "ping" {
                     json!({ "jsonrpc": "2.0", "id": id, "result": {} })
@@ -723,7 +758,9 @@ async fn read_stdio(
                 }
             }
             // A notification: to the request it belongs to, if any.
-            (Some(_), None) => route(&listeners, &message, None),
+            (Some(_), None) => {
+                route(&listeners, &message, None);
+            }
             (None, Some(Value::Number(n))) => {
                 let waiter = n.as_u64().and_then(|n| {
                     pending

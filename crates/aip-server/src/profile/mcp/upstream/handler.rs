@@ -22,6 +22,8 @@ pub struct ToolHandler {
     /// Whether the tool may change something (then an interrupted call is an uncertain outcome).
     pub(super) mutation: bool,
     pub(super) timeout: Duration,
+    /// Where the tool's requests for the calling client go (sampling, elicitation).
+    pub(super) relay: Option<Arc<crate::profile::mcp::relay::Relay>>,
 }
 
 #[async_trait]
@@ -57,6 +59,7 @@ impl ActionHandler for ToolHandler {
             tokio::select! {
                 outcome = &mut call => break outcome,
                 note = next_note(&mut notes) => match note {
+                    Some(note) if note.get("id").is_some() => self.relay_request(ctx, note),
                     Some(note) => forward(ctx, &note, &mut forwarded).await?,
                     None => notes = None,
                 },
@@ -70,7 +73,9 @@ impl ActionHandler for ToolHandler {
         self.upstream.unlisten(id);
         // What arrived just before the response still belongs to the call.
         while let Some(note) = notes.as_mut().and_then(|rx| rx.try_recv().ok()) {
-            forward(ctx, &note, &mut forwarded).await?;
+            if note.get("id").is_none() {
+                forward(ctx, &note, &mut forwarded).await?;
+            }
         }
         match outcome {
             Ok(result) => project(&result),
@@ -80,6 +85,29 @@ impl ActionHandler for ToolHandler {
 }
 
 impl ToolHandler {
+    /// A request of the tool for the calling client (sampling, elicitation): relayed to it when
+    /// its call is followed on this node and it answers such requests, refused otherwise; the
+    /// answer goes upstream. Runs beside the call (the tool waits for it).
+    fn relay_request(&self, ctx: &TrustedContext, request: Value) {
+        let upstream = Arc::clone(&self.upstream);
+        let relay = self.relay.clone();
+        let action_id = ctx.action_id.clone();
+        let wait = ctx.remaining();
+        tokio::spawn(async move {
+            let id = request.get("id").cloned().unwrap_or(Value::Null);
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let params = request.get("params").cloned().unwrap_or(Value::Null);
+            let outcome = match relay {
+                Some(relay) => relay.ask(&action_id, method, params, wait).await,
+                None => Err((-32601, format!("{method} is not supported by this client"))),
+            };
+            upstream.respond(id, outcome).await;
+        });
+    }
+
     /// A transport failure after the request may have reached the upstream is an uncertain
     /// outcome for a mutation (spec 19.3: never retried), a retryable failure for a read.
     fn failure(&self, err: UpstreamError) -> HandlerError {

@@ -162,7 +162,10 @@ pub struct ToolOverride {
 /// Connects every upstream and returns its tools as capabilities. An upstream that cannot be
 /// reached, a listed tool it does not offer, or a tool whose schema cannot be admitted stops
 /// startup with a message naming it.
-pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Offered, String> {
+pub async fn capabilities(
+    configs: &[UpstreamConfig],
+    relay: Arc<super::relay::Relay>,
+) -> Result<Offered, String> {
     let mut offered = Offered::default();
     for config in configs {
         let endpoint = endpoint(config)?;
@@ -212,6 +215,7 @@ pub async fn capabilities(configs: &[UpstreamConfig]) -> Result<Offered, String>
                 tool: name.to_owned(),
                 mutation,
                 timeout: Duration::from_millis(config.call_timeout_ms),
+                relay: Some(Arc::clone(&relay)),
             };
             offered.capabilities.push(CapabilityEntry::from((
                 capability,
@@ -285,6 +289,7 @@ async fn resources(
             tool: "resources/read".into(),
             mutation: false,
             timeout: Duration::from_millis(config.call_timeout_ms),
+            relay: None,
         },
         id_prefix,
     };
