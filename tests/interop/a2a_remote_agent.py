@@ -91,8 +91,11 @@ class RemoteTestExecutor(AgentExecutor):
             await updater.requires_input(status_text("need more input"))
         elif skill == "slow":
             cancelled = self.cancelled.setdefault(context.task_id, asyncio.Event())
+            # How long it runs: the first data part's "seconds" (default 30).
+            data = get_data_parts(message.parts)
+            seconds = float((data[0] if data else {}).get("seconds", 30))
             try:
-                await asyncio.wait_for(cancelled.wait(), timeout=30)
+                await asyncio.wait_for(cancelled.wait(), timeout=seconds)
                 return  # cancel() already published CANCELED
             except asyncio.TimeoutError:
                 await self.echo(context, updater)

@@ -313,3 +313,62 @@ async fn an_https_remote_is_reached_only_when_its_certificate_chains_to_the_conf
         json!({ "over": "tls" })
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_mutation_past_its_deadline_is_uncertain_and_then_reconciled_by_its_context() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let log = dir.path().join("remote.log");
+    let _agent = remote_agent(&python, port, &log);
+    // `slow` as the default mutation.
+    let path = config(dir.path(), port, r#"agent_name = "Remote Test Agent""#);
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "[a2a_remotes.overrides.slow]\nside_effects = [\"read\"]\nrisk = \"low\"\n",
+        "",
+    );
+    std::fs::write(&path, text).unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&path), &[]);
+    let alice = server.client(ALICE);
+    let slow = support::id("act_");
+    let (status, reply) = alice
+        .act(
+            json!({ "id": slow, "capability_id": "cap:a2a:remote:slow", "mode": "async",
+                     "timeout_ms": 2000, "input": { "seconds": 6 } }),
+        )
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    let ended = alice.wait_terminal(&slow).await;
+    assert_eq!(ended["state"], "failed", "{ended}");
+    assert_eq!(
+        ended["result"]["error"]["code"], "aip.connector.uncertain_outcome",
+        "{ended}"
+    );
+    // The runtime's follow-up finds the child by its context once the remote task completes.
+    let mut reconciled = Value::Null;
+    for _ in 0..60 {
+        let (_, events) = alice.get(&format!("/aip/v1/actions/{slow}/events")).await;
+        if let Some(found) = events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "aip.delegation.reconciled")
+        {
+            reconciled = found.clone();
+            break;
+        }
+        support::pause(500).await;
+    }
+    assert!(!reconciled.is_null(), "no reconciliation recorded");
+    assert_eq!(reconciled["data"]["outcome"], "completed", "{reconciled}");
+    assert_eq!(
+        reconciled["data"]["output"]["echo"]["seconds"], 6.0,
+        "{reconciled}"
+    );
+    let (_, child_id) = aip_runtime::delegation::ids_of("default", &slow);
+    assert!(
+        received(&log)
+            .iter()
+            .any(|r| r["method"] == "ListTasks" && r["params"]["contextId"] == child_id.as_str())
+    );
+}

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use aip_core::{ErrorCode, MessagePart};
 use aip_runtime::handler::{
-    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, TrustedContext,
+    ActionHandler, HandlerError, HandlerOutput, HandlerSupport, Mode, Reconciliation,
+    TrustedContext,
 };
 use aip_runtime::registry::CapabilityEntry;
 use async_trait::async_trait;
@@ -326,6 +327,47 @@ impl ActionHandler for SkillHandler {
         Some(self.remote.identity.clone())
     }
 
+    /// The child of a parent whose outcome is unknown, found by its context (the derived child
+    /// id): completed gives its output; failed, rejected or cancelled did not commit; running or
+    /// waiting is asked again later; no task found (or a remote that cannot list) is no outcome
+    /// yet, asked again until the runtime's follow-up gives up.
+    async fn follow_child(
+        &self,
+        ctx: &TrustedContext,
+        _input: &Value,
+    ) -> Result<Reconciliation, HandlerError> {
+        let (_, child_id) = aip_runtime::delegation::ids_of(&ctx.tenant, &ctx.action_id);
+        let params = json!({ "contextId": child_id, "pageSize": 10, "includeArtifacts": true });
+        let listed = self
+            .remote
+            .call("ListTasks", params, RPC_TIMEOUT)
+            .await
+            .map_err(|e| self.failure(e, None))?;
+        let Some(task) = listed
+            .get("tasks")
+            .and_then(Value::as_array)
+            .and_then(|t| t.first())
+        else {
+            return Err(self.protocol("the remote lists no task of this delegation"));
+        };
+        let state = task
+            .pointer("/status/state")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Ok(match state {
+            "TASK_STATE_COMPLETED" => Reconciliation::Committed {
+                output: completed(task).output,
+            },
+            "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_CANCELED" => {
+                Reconciliation::NotCommitted
+            }
+            _ => Reconciliation::Pending {
+                retry_after_ms: 5_000,
+                cursor: None,
+            },
+        })
+    }
+
     async fn invoke(
         &self,
         ctx: &TrustedContext,
@@ -335,9 +377,10 @@ impl ActionHandler for SkillHandler {
         let (delegation_id, child_id) =
             aip_runtime::delegation::ids_of(&ctx.tenant, &ctx.action_id);
         // The child's message id is derived from the parent: a remote that deduplicates by
-        // messageId sees a re-run as the same message.
+        // messageId sees a re-run as the same message. So is its context, by which a child whose
+        // outcome became unknown is found again (`follow_child`).
         let message = json!({
-            "messageId": child_id, "role": "ROLE_USER", "parts": [{ "data": input }],
+            "messageId": child_id, "contextId": child_id, "role": "ROLE_USER", "parts": [{ "data": input }],
             "metadata": { "skill": self.skill, "aip.capability_id": self.skill,
                           "aip.parent_action_id": ctx.action_id, "aip.delegation_id": delegation_id },
         });
@@ -439,14 +482,7 @@ impl SkillHandler {
             }))
         };
         match state {
-            "TASK_STATE_COMPLETED" => {
-                let artifacts = task
-                    .get("artifacts")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
-                Some(Ok(output_of(&artifacts, None)))
-            }
+            "TASK_STATE_COMPLETED" => Some(Ok(completed(task))),
             "TASK_STATE_FAILED" => refused("failed"),
             "TASK_STATE_REJECTED" => refused("was rejected"),
             "TASK_STATE_CANCELED" => refused("was cancelled by the remote"),
@@ -534,6 +570,16 @@ impl SkillHandler {
             CallError::Refused(m) => self.protocol(&format!("refused: {m}")),
         }
     }
+}
+
+/// A completed remote task's output (see [`output_of`]).
+fn completed(task: &Value) -> HandlerOutput {
+    let artifacts = task
+        .get("artifacts")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    output_of(&artifacts, None)
 }
 
 /// A completed remote task as the action's output: its one `data` part when it has exactly one
