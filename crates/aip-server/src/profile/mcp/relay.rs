@@ -4,7 +4,7 @@
 //! same session, and its answer goes upstream. Only a call followed on this node by a client that
 //! declared the capability (elicitation from MCP 2025-06-18) is asked; everything else is refused
 //! to the upstream, which then fails or degrades as its tool decides. Bounded: at most
-//! [`MAX_OWED`] answers owed per node, each wait bounded by the action's deadline.
+//! 10,000 answers owed per node, each wait bounded by the action's deadline.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
