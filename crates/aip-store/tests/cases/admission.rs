@@ -1,0 +1,386 @@
+//! Suite cases of admission, idempotency reservations and action transitions (run on both
+//! backends by `suite!`).
+
+use super::*;
+
+pub async fn admission_writes_action_receipts_events_and_job_in_one_transaction(h: &Harness) {
+    let s = &h.store;
+    let mut a = admission(
+        "a1",
+        Some(claim("k1", "h1", CollisionBehavior::RejectConflict)),
+    );
+    a.action.mode = "async".into();
+    a.action.state = ActionState::Queued;
+    a.receipts = vec![
+        receipt("r1", "a1", "h-r1", None),
+        receipt("r2", "a1", "h-r2", Some("h-r1")),
+    ];
+    a.job = Some(job("j1", Some("a1"), 3));
+    let rec = admit_ok(s, a).await;
+    assert_eq!(rec.state, ActionState::Queued);
+    assert_eq!(rec.idempotency_key.as_deref(), Some("k1"));
+    assert_eq!(rec.input_hash.as_deref(), Some("h1"));
+    assert_eq!(s.get_action("t1", "a1").await.unwrap().unwrap(), rec);
+    assert_eq!(
+        s.list_receipts("t1", "a1", Limit::max())
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(events_of(s, "t1").await.len(), 1);
+    let res = s
+        .get_idempotency("tenant:t1/cap:demo:book", "k1", T0)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(res.action_id, "a1");
+    let lease = s
+        .claim("actions", &WorkerId::fresh(), T0, 1000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(lease.action_id.as_deref(), Some("a1"));
+    assert_eq!(lease.payload, json!({"job": "j1"}));
+
+    // A failing part (a receipt that does not extend its chain) rolls back every part.
+    let mut bad = admission(
+        "a2",
+        Some(claim("k2", "h2", CollisionBehavior::RejectConflict)),
+    );
+    bad.receipts = vec![receipt("r3", "a1", "h-r3", Some("wrong"))];
+    bad.job = Some(job("j2", Some("a2"), 3));
+    assert!(matches!(
+        s.admit(bad).await,
+        Err(StoreError::ReceiptChainConflict { .. })
+    ));
+    assert!(s.get_action("t1", "a2").await.unwrap().is_none());
+    assert!(
+        s.get_idempotency("tenant:t1/cap:demo:book", "k2", T0)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(events_of(s, "t1").await.len(), 1);
+    assert!(
+        s.claim("actions", &WorkerId::fresh(), T0, 1000)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+pub async fn a_duplicate_action_id_is_rejected_and_writes_nothing(h: &Harness) {
+    let s = &h.store;
+    admit_ok(s, admission("a1", None)).await;
+    let mut dup = admission("a1", None);
+    dup.events = vec![event("ev-other", "t1", Some("alice"), Some("a1"))];
+    assert!(matches!(
+        s.admit(dup).await,
+        Err(StoreError::Duplicate { kind: "action" })
+    ));
+    assert_eq!(events_of(s, "t1").await.len(), 1);
+    let mut terminal = admission("a3", None);
+    terminal.action.state = ActionState::Completed;
+    assert!(matches!(
+        s.admit(terminal).await,
+        Err(StoreError::InvalidInput(_))
+    ));
+}
+
+pub async fn return_original_result_replays_the_owner_whatever_the_input(h: &Harness) {
+    let s = &h.store;
+    admit_ok(
+        s,
+        admission(
+            "a1",
+            Some(claim("k", "h1", CollisionBehavior::ReturnOriginalResult)),
+        ),
+    )
+    .await;
+    let mut done = transition("a1", &[ActionState::Accepted], ActionState::Completed);
+    done.result = Some(json!({"status": "completed", "output": 1}));
+    s.transition_action(done).await.unwrap();
+    for hash in ["h1", "h-other"] {
+        match s
+            .admit(admission(
+                "a2",
+                Some(claim("k", hash, CollisionBehavior::ReturnOriginalResult)),
+            ))
+            .await
+            .unwrap()
+        {
+            AdmissionOutcome::Replayed {
+                original,
+                reservation,
+            } => {
+                assert_eq!(original.action_id, "a1");
+                assert_eq!(
+                    original.result,
+                    Some(json!({"status": "completed", "output": 1}))
+                );
+                assert_eq!(reservation.input_hash, "h1");
+            }
+            other => panic!("expected replay, got {other:?}"),
+        }
+    }
+    assert!(s.get_action("t1", "a2").await.unwrap().is_none());
+    assert_eq!(
+        events_of(s, "t1").await.len(),
+        1,
+        "a replay writes no events"
+    );
+}
+
+pub async fn reject_conflict_rejects_every_duplicate_without_writing(h: &Harness) {
+    let s = &h.store;
+    admit_ok(
+        s,
+        admission(
+            "a1",
+            Some(claim("k", "h1", CollisionBehavior::RejectConflict)),
+        ),
+    )
+    .await;
+    for hash in ["h1", "h2"] {
+        match s
+            .admit(admission(
+                "a2",
+                Some(claim("k", hash, CollisionBehavior::RejectConflict)),
+            ))
+            .await
+            .unwrap()
+        {
+            AdmissionOutcome::Conflict { reservation } => {
+                assert_eq!(reservation.action_id, "a1")
+            }
+            other => panic!("expected conflict, got {other:?}"),
+        }
+    }
+    assert!(s.get_action("t1", "a2").await.unwrap().is_none());
+    // The same key in another scope is independent.
+    let mut other = claim("k", "h1", CollisionBehavior::RejectConflict);
+    other.scope = "tenant:t2/cap:demo:book".into();
+    admit_ok(s, admission("a3", Some(other))).await;
+}
+
+pub async fn revalidate_input_hash_replays_only_a_matching_hash(h: &Harness) {
+    let s = &h.store;
+    admit_ok(
+        s,
+        admission(
+            "a1",
+            Some(claim("k", "h1", CollisionBehavior::RevalidateInputHash)),
+        ),
+    )
+    .await;
+    match s
+        .admit(admission(
+            "a2",
+            Some(claim("k", "h1", CollisionBehavior::RevalidateInputHash)),
+        ))
+        .await
+        .unwrap()
+    {
+        AdmissionOutcome::Replayed { original, .. } => assert_eq!(original.action_id, "a1"),
+        other => panic!("expected replay, got {other:?}"),
+    }
+    match s
+        .admit(admission(
+            "a3",
+            Some(claim("k", "h2", CollisionBehavior::RevalidateInputHash)),
+        ))
+        .await
+        .unwrap()
+    {
+        AdmissionOutcome::Conflict { reservation } => assert_eq!(reservation.input_hash, "h1"),
+        other => panic!("expected conflict, got {other:?}"),
+    }
+    assert!(s.get_action("t1", "a2").await.unwrap().is_none());
+    assert!(s.get_action("t1", "a3").await.unwrap().is_none());
+}
+
+pub async fn an_expired_reservation_is_taken_over_by_a_new_action(h: &Harness) {
+    let s = &h.store;
+    let mut c = claim("k", "h1", CollisionBehavior::RejectConflict);
+    c.expires_at_ms = T0 + 10;
+    admit_ok(s, admission("a1", Some(c))).await;
+    let mut later = admission(
+        "a2",
+        Some(claim("k", "h2", CollisionBehavior::RejectConflict)),
+    );
+    later.action.created_at_ms = T0 + 10;
+    let mut c2 = claim("k", "h2", CollisionBehavior::RejectConflict);
+    c2.expires_at_ms = T0 + 100_000;
+    later.idempotency = Some(c2);
+    admit_ok(s, later).await;
+    let res = s
+        .get_idempotency("tenant:t1/cap:demo:book", "k", T0 + 20)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (res.action_id.as_str(), res.input_hash.as_str()),
+        ("a2", "h2")
+    );
+    assert!(
+        s.get_action("t1", "a1").await.unwrap().is_some(),
+        "the old action stays"
+    );
+    let mut expired = admission(
+        "a3",
+        Some(claim("k", "h", CollisionBehavior::RejectConflict)),
+    );
+    expired.idempotency.as_mut().unwrap().expires_at_ms = T0;
+    assert!(matches!(
+        s.admit(expired).await,
+        Err(StoreError::InvalidInput(_))
+    ));
+}
+
+pub async fn many_concurrent_admissions_on_one_key_yield_exactly_one_owner(h: &Harness) {
+    let s = h.store.clone();
+    let outcomes = race(32, move |i| {
+        let s = s.clone();
+        let behavior = if i % 2 == 0 {
+            CollisionBehavior::RevalidateInputHash
+        } else {
+            CollisionBehavior::ReturnOriginalResult
+        };
+        async move {
+            s.admit(admission(
+                &format!("a{i}"),
+                Some(claim("race", "h", behavior)),
+            ))
+            .await
+        }
+    })
+    .await;
+    let mut owners = Vec::new();
+    let mut replays = HashSet::new();
+    for outcome in outcomes {
+        match outcome.unwrap() {
+            AdmissionOutcome::Admitted { record, .. } => owners.push(record.action_id),
+            AdmissionOutcome::Replayed { original, .. } => {
+                replays.insert(original.action_id);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(owners.len(), 1, "exactly one owner: {owners:?}");
+    assert!(replays.len() <= 1 && replays.iter().all(|r| r == &owners[0]));
+    let q = ActionQuery {
+        tenant: "t1".into(),
+        ..Default::default()
+    };
+    assert_eq!(
+        h.store
+            .list_actions(&q, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+}
+
+pub async fn transitions_are_compare_and_set_and_terminal_states_are_final(h: &Harness) {
+    let s = &h.store;
+    admit_ok(s, admission("a1", None)).await;
+    let r = s
+        .transition_action(transition(
+            "a1",
+            &[ActionState::Accepted],
+            ActionState::Running,
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.state, r.version, r.updated_at_ms),
+        (ActionState::Running, 1, T0 + 1)
+    );
+    match s
+        .transition_action(transition(
+            "a1",
+            &[ActionState::Accepted],
+            ActionState::Running,
+        ))
+        .await
+    {
+        Err(StoreError::StateConflict { actual }) => assert_eq!(actual, "running"),
+        other => panic!("expected state conflict, got {other:?}"),
+    }
+    let mut done = transition("a1", &[ActionState::Running], ActionState::Completed);
+    done.result = Some(json!({"ok": true}));
+    done.events = vec![event("ev-done", "t1", Some("alice"), Some("a1"))];
+    done.receipts = vec![receipt("r-done", "a1", "h-done", None)];
+    let r = s.transition_action(done).await.unwrap();
+    assert_eq!(r.result, Some(json!({"ok": true})));
+    for to in [
+        ActionState::Running,
+        ActionState::Failed,
+        ActionState::Completed,
+    ] {
+        let t = transition("a1", ActionState::ALL, to);
+        assert!(matches!(
+            s.transition_action(t).await,
+            Err(StoreError::Terminal { .. })
+        ));
+    }
+    assert!(matches!(
+        s.transition_action(transition(
+            "nope",
+            &[ActionState::Accepted],
+            ActionState::Running
+        ))
+        .await,
+        Err(StoreError::NotFound { kind: "action" })
+    ));
+    assert_eq!(
+        s.get_action("t1", "a1").await.unwrap().unwrap().result,
+        Some(json!({"ok": true}))
+    );
+    assert_eq!(events_of(s, "t1").await.len(), 2);
+    assert_eq!(
+        s.list_receipts("t1", "a1", Limit::max())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    // Concurrent transitions from the same state: exactly one wins.
+    admit_ok(s, admission("a2", None)).await;
+    let st = s.clone();
+    let outcomes = race(8, move |_| {
+        let s = st.clone();
+        async move {
+            s.transition_action(transition(
+                "a2",
+                &[ActionState::Accepted],
+                ActionState::Running,
+            ))
+            .await
+        }
+    })
+    .await;
+    assert_eq!(wins(&outcomes), 1);
+}
+
+pub async fn a_failed_transition_writes_none_of_its_events_or_receipts(h: &Harness) {
+    let s = &h.store;
+    admit_ok(s, admission("a1", None)).await;
+    s.append_receipt(receipt("r0", "a1", "h0", None))
+        .await
+        .unwrap();
+    let mut t = transition("a1", &[ActionState::Accepted], ActionState::Completed);
+    t.result = Some(json!({"x": 1}));
+    t.events = vec![event("ev-x", "t1", Some("alice"), Some("a1"))];
+    t.receipts = vec![receipt("r1", "a1", "h1", Some("not-h0"))];
+    assert!(matches!(
+        s.transition_action(t).await,
+        Err(StoreError::ReceiptChainConflict { .. })
+    ));
+    let a = s.get_action("t1", "a1").await.unwrap().unwrap();
+    assert_eq!((a.state, a.result), (ActionState::Accepted, None));
+    assert_eq!(events_of(s, "t1").await.len(), 1);
+}
