@@ -9,32 +9,14 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use support::a2a::python;
-use support::{Server, token_file};
+use support::{Killed, Server, free_port, token_file};
 
 const ALICE: &str = "alice-token-0123456789abcdef";
 const REMOTE_TOKEN: &str = "remote-token-0123456789abcdef";
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A process killed when dropped (a failing test leaks no agent).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The remote agent on `port`, once it accepts connections; it logs each JSON-RPC request to `log`.
 fn remote_agent(python: &Path, port: u16, log: &Path) -> Killed {

@@ -15,15 +15,7 @@ use ed25519_dalek::SigningKey;
 use serde_json::{Value, json};
 use support::nats::nats_url;
 use support::peers::{key_file, routed};
-use support::{Client, Server, envelope, id, pause};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use support::{Client, Server, envelope, free_port, id, pause};
 
 /// `aip serve` on `port` with `config` (TOML text) in `dir`.
 fn start(dir: &Path, port: u16, config: &str) -> Server {

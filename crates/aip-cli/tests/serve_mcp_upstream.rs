@@ -9,11 +9,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Command;
 
 use serde_json::{Value, json};
 use support::mcp::Mcp;
-use support::{Server, token_file};
+use support::{Killed, Server, free_port, token_file};
 
 const ALICE: &str = "alice-token-0123456789abcdef";
 
@@ -23,24 +23,6 @@ fn workspace() -> PathBuf {
 
 fn python() -> Option<PathBuf> {
     support::interop_python("mcp", "2.3.0").ok()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A process killed when dropped (a failing test leaks no upstream).
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The upstream server over HTTP on `port`, once it accepts connections.

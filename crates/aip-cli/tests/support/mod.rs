@@ -388,3 +388,22 @@ pub fn run_cli(base: &str, token_file: &Path, args: &[&str]) -> (i32, String, St
         String::from_utf8(out.stderr).unwrap(),
     )
 }
+
+/// A free TCP port on 127.0.0.1 (for a peer process the test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A process killed when dropped (a failing test leaks no peer process).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -66,6 +66,30 @@ pub enum HttpHandlerBuildError {
     Client(#[from] reqwest::Error),
 }
 
+/// An HTTP client for calls across the trust boundary: TLS 1.2+ (rustls), certificates chaining to
+/// the system roots or to the PEM bundle `extra_roots`, redirects never followed.
+pub fn trusting_client(
+    extra_roots: Option<&[u8]>,
+) -> Result<reqwest::Client, HttpHandlerBuildError> {
+    let mut builder = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .use_rustls_tls()
+        .min_tls_version(reqwest::tls::Version::TLS_1_2);
+    if let Some(pem) = extra_roots {
+        let roots = reqwest::Certificate::from_pem_bundle(pem)
+            .map_err(|e| HttpHandlerBuildError::BadCa(e.to_string()))?;
+        if roots.is_empty() {
+            return Err(HttpHandlerBuildError::BadCa(
+                "no PEM certificate found".into(),
+            ));
+        }
+        for root in roots {
+            builder = builder.add_root_certificate(root);
+        }
+    }
+    Ok(builder.build()?)
+}
+
 impl HttpHandler {
     /// Build a handler; redirects are never followed (a redirect could leave the trust boundary).
     pub fn new(config: HttpHandlerConfig) -> Result<Self, HttpHandlerBuildError> {
@@ -74,23 +98,7 @@ impl HttpHandler {
                 return Err(HttpHandlerBuildError::BadUrl(url.clone()));
             }
         }
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .use_rustls_tls()
-            .min_tls_version(reqwest::tls::Version::TLS_1_2);
-        if let Some(pem) = &config.extra_roots_pem {
-            let roots = reqwest::Certificate::from_pem_bundle(pem)
-                .map_err(|e| HttpHandlerBuildError::BadCa(e.to_string()))?;
-            if roots.is_empty() {
-                return Err(HttpHandlerBuildError::BadCa(
-                    "no PEM certificate found".into(),
-                ));
-            }
-            for root in roots {
-                builder = builder.add_root_certificate(root);
-            }
-        }
-        let client = builder.build()?;
+        let client = trusting_client(config.extra_roots_pem.as_deref())?;
         Ok(Self { config, client })
     }
 

@@ -150,22 +150,17 @@ fn origin(url: &str) -> Option<String> {
 async fn connect(config: &RemoteConfig) -> Result<(Remote, Value), String> {
     let base = config.url.trim_end_matches('/');
     let pinned = origin(base).ok_or_else(|| format!("url {base} is not an http(s) URL"))?;
-    let mut builder = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .use_rustls_tls()
-        .min_tls_version(reqwest::tls::Version::TLS_1_2);
-    if let Some(path) = &config.ca_file {
-        let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let roots = reqwest::Certificate::from_pem_bundle(&pem)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        if roots.is_empty() {
-            return Err(format!("{}: no PEM certificate", path.display()));
-        }
-        for root in roots {
-            builder = builder.add_root_certificate(root);
-        }
-    }
-    let client = builder.build().map_err(|e| e.to_string())?;
+    let roots = match &config.ca_file {
+        Some(path) => Some(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?),
+        None => None,
+    };
+    let client =
+        aip_runtime::handler::http::trusting_client(roots.as_deref()).map_err(|e| match &config
+            .ca_file
+        {
+            Some(path) => format!("{}: {e}", path.display()),
+            None => e.to_string(),
+        })?;
     let bearer = match &config.bearer_token_file {
         Some(path) => Some(
             std::fs::read_to_string(path)

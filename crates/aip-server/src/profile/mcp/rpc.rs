@@ -101,16 +101,7 @@ impl Message {
             None if valid_id && (object.contains_key("result") || object.contains_key("error")) => {
                 let outcome = match (object.get("result"), object.get("error")) {
                     (Some(result), None) => Ok(result.clone()),
-                    (_, Some(error)) => Err((
-                        error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
-                        error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .chars()
-                            .take(1024)
-                            .collect(),
-                    )),
+                    (_, Some(error)) => Err(error_parts(error, INTERNAL_ERROR)),
                     (None, None) => Ok(Value::Null),
                 };
                 Ok(Self::Response { id: echo, outcome })
@@ -121,6 +112,20 @@ impl Message {
             )),
         }
     }
+}
+
+/// A JSON-RPC error object's code (`default` when it has none) and message (at most 1024
+/// characters): how a peer's error is read, from a client or an upstream server.
+pub fn error_parts(error: &Value, default: i64) -> (i64, String) {
+    let code = error.get("code").and_then(Value::as_i64).unwrap_or(default);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .chars()
+        .take(1024)
+        .collect();
+    (code, message)
 }
 
 /// A POST body: one message, or a batch of them (each classified on its own).

@@ -399,8 +399,8 @@ pub async fn call(
     let flight = (call.session_id.to_owned(), call.request_id.to_string());
     state.calls.insert(flight.clone(), action_id.clone());
     // Open to the tool's requests before it can run; only a call followed here can carry them.
-    let asks = (progress.is_some() && call.answers.any())
-        .then(|| state.relay.open(&action_id, call.answers));
+    let relayed = progress.is_some() && call.answers.any();
+    let asks = relayed.then(|| state.relay.open(&action_id, call.answers));
     let outcome = run(
         runtime,
         state,
@@ -410,7 +410,9 @@ pub async fn call(
         progress.as_ref().map(|p| (p, call.session_id, asks)),
     )
     .await;
-    state.relay.close(&action_id);
+    if relayed {
+        state.relay.close(&action_id);
+    }
     state.calls.remove(&flight);
     match outcome {
         Ok(finished) => Ok(finished.project(&action_id, call.version)),

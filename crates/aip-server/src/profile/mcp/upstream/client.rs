@@ -477,16 +477,8 @@ fn result_of(message: Value, id: u64) -> Result<Value, UpstreamError> {
         ));
     }
     if let Some(error) = message.get("error") {
-        return Err(UpstreamError::Rpc {
-            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .chars()
-                .take(1024)
-                .collect(),
-        });
+        let (code, message) = super::super::rpc::error_parts(error, 0);
+        return Err(UpstreamError::Rpc { code, message });
     }
     message
         .get("result")
