@@ -790,6 +790,54 @@ mod cases {
         ));
     }
 
+    // Named as evidence by the conformance statement (aip-cli/src/conformance.rs), which looks
+    // for it in this file.
+    pub async fn many_concurrent_admissions_on_one_key_yield_exactly_one_owner(h: &Harness) {
+        let s = h.store.clone();
+        let outcomes = race(32, move |i| {
+            let s = s.clone();
+            let behavior = if i % 2 == 0 {
+                CollisionBehavior::RevalidateInputHash
+            } else {
+                CollisionBehavior::ReturnOriginalResult
+            };
+            async move {
+                s.admit(admission(
+                    &format!("a{i}"),
+                    Some(claim("race", "h", behavior)),
+                ))
+                .await
+            }
+        })
+        .await;
+        let mut owners = Vec::new();
+        let mut replays = HashSet::new();
+        for outcome in outcomes {
+            match outcome.unwrap() {
+                AdmissionOutcome::Admitted { record, .. } => owners.push(record.action_id),
+                AdmissionOutcome::Replayed { original, .. } => {
+                    replays.insert(original.action_id);
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(owners.len(), 1, "exactly one owner: {owners:?}");
+        assert!(replays.len() <= 1 && replays.iter().all(|r| r == &owners[0]));
+        let q = ActionQuery {
+            tenant: "t1".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            h.store
+                .list_actions(&q, None, Limit::max())
+                .await
+                .unwrap()
+                .items
+                .len(),
+            1
+        );
+    }
+
     mod admission;
     pub use admission::*;
     mod records;
