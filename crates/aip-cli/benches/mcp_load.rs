@@ -112,7 +112,12 @@ fn main() {
     );
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let rmcp_url = rt.block_on(rmcp_echo::start(&dir));
+    let pid = node.child.id();
+    let mut footnotes = Vec::new();
     for level in levels {
+        let server = || common::cpu_by_thread(pid);
+        let client = || common::cpu_by_thread(std::process::id());
+        let (s0, c0) = (server(), client());
         let native = rt.block_on(common::measure(requests, level, {
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
             move |_| {
@@ -120,6 +125,12 @@ fn main() {
                 async move { common::sync_echo(&http, &base, &token).await }
             }
         }));
+        let ops = requests + common::WARMUP;
+        footnotes.push(format!(
+            "c={level} native: server {}; bench process {}",
+            common::cpu_per_op(&s0, &server(), ops),
+            common::cpu_per_op(&c0, &client(), ops)
+        ));
         // One session per worker slot, opened before timing (as a client keeps its session).
         let sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
@@ -128,6 +139,7 @@ fn main() {
             }
             all
         }));
+        let (s0, c0) = (server(), client());
         let mcp = rt.block_on(common::measure(requests, level, {
             let (http, url, token, sessions) = (
                 http.clone(),
@@ -144,6 +156,11 @@ fn main() {
                 }
             }
         }));
+        footnotes.push(format!(
+            "c={level} MCP: server {}; bench process {}",
+            common::cpu_per_op(&s0, &server(), ops),
+            common::cpu_per_op(&c0, &client(), ops)
+        ));
         let rmcp_sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
             for _ in 0..level {
@@ -175,6 +192,10 @@ fn main() {
         );
     }
     println!("load average (1 min) after: {}", common::load_average());
+    println!("CPU per operation (warm-up included), by thread:");
+    for line in footnotes {
+        println!("- {line}");
+    }
     drop(node);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -251,6 +251,50 @@ async fn cancelled_notifications_cancel_the_call_and_delete_leaves_admitted_work
     assert_eq!(view["state"], "completed", "{view}");
 }
 
+#[tokio::test]
+async fn a_request_id_in_flight_in_its_session_is_refused_and_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-06-18").await;
+    let call = |id: i64, name: &str, arguments: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}).to_string()
+    };
+    let mut caller = Mcp::new(&server.base, Some(ALICE));
+    caller.session = mcp.session.clone();
+    caller.version = mcp.version.clone();
+    let sleep = call(7, "demo_sleep", json!({"ms": 1500}));
+    let first = tokio::spawn(async move { caller.post_raw(sleep).await });
+    support::pause(400).await;
+    let again = mcp.post_raw(call(7, "demo_echo", json!({"x": 1}))).await;
+    assert_eq!(again.body["error"]["code"], -32600, "{}", again.body);
+    let first = first.await.unwrap();
+    assert_eq!(first.body["result"]["isError"], false, "{}", first.body);
+    let action_of = |body: &serde_json::Value| {
+        body["result"]["_meta"]["dev.aip/aip"]["action_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let sid = mcp.session.clone().unwrap();
+    let (_, listed) = server
+        .admin()
+        .get(&format!(
+            "/aip/v1/actions?principal_id=alice&session_id={sid}"
+        ))
+        .await;
+    assert_eq!(listed["actions"].as_array().unwrap().len(), 1, "{listed}");
+
+    // Answered, the id may name a new call: a new action, later in id order (ids are time-ordered).
+    let next = mcp.post_raw(call(7, "demo_echo", json!({"x": 2}))).await;
+    assert_eq!(next.body["result"]["structuredContent"], json!({"x": 2}));
+    assert!(
+        action_of(&next.body) > action_of(&first.body),
+        "{}",
+        next.body
+    );
+}
+
 /// The facade tool's structured answer (`{message_type, body}`), asserting it is not an error.
 async fn facade(mcp: &mut Mcp, tool: &str, arguments: serde_json::Value) -> serde_json::Value {
     let result = mcp.tool(tool, arguments).await;

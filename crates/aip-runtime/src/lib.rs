@@ -50,6 +50,7 @@ pub use handler::{
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};
 pub use runtime::{Runtime, RuntimeConfig, SignaturePolicy};
+pub use session::SessionCheck;
 pub use session::{HEARTBEAT_INTERVAL_MS, SESSION_TTL_MS, SessionCancellation};
 pub use stream::{
     ActionFollower, ChunkPage, ChunkSink, MAX_CHUNK_BATCH, StreamItem, StreamPosition,

@@ -308,3 +308,57 @@ pub fn compare<B, BF, P, PF>(
     }
     println!("load average (1 min) after: {}", load_average());
 }
+
+/// CPU time (user + system, ms) of each thread of process `pid`, summed by thread name (numbered
+/// names like `tokio-runtime-w` share one entry): where a server spends its CPU during a phase.
+pub fn cpu_by_thread(pid: u32) -> std::collections::BTreeMap<String, f64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    // Linux reports these in clock ticks of 10 ms (USER_HZ = 100 on every supported platform).
+    let tick_ms = 10.0;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ..." where comm may hold spaces: split after the last ')'.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+            continue;
+        };
+        let name = stat[open + 1..close].trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let ticks = |i: usize| {
+            fields
+                .get(i)
+                .and_then(|f| f.parse::<f64>().ok())
+                .unwrap_or(0.0)
+        };
+        // Fields 14 and 15 (utime, stime) are at 11 and 12 after the comm.
+        *by_name.entry(name.to_owned()).or_insert(0.0) += (ticks(11) + ticks(12)) * tick_ms;
+    }
+    by_name
+}
+
+/// The CPU a phase cost process `pid`, per operation (µs), by thread name: `before` and `after`
+/// are `cpu_by_thread` readings around it. A line for a table footnote.
+pub fn cpu_per_op(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+    operations: usize,
+) -> String {
+    let mut total = 0.0;
+    let mut parts = Vec::new();
+    for (name, ms) in after {
+        let spent = ms - before.get(name).copied().unwrap_or(0.0);
+        if spent > 0.0 {
+            total += spent;
+            parts.push(format!("{name} {:.0}", spent * 1000.0 / operations as f64));
+        }
+    }
+    format!(
+        "{:.0} µs/op ({})",
+        total * 1000.0 / operations as f64,
+        parts.join(", ")
+    )
+}

@@ -55,6 +55,9 @@ pub struct ActionRequest {
     /// The delegation this action is the child of (spec 14), recorded with it for the read model;
     /// set only by the runtime's delegation path.
     pub delegation: Option<Value>,
+    /// The runtime's own check of `session_id`, when the transport just read the session
+    /// (`Runtime::checked_session`): admission then does not read it again.
+    pub checked: Option<crate::session::SessionCheck>,
 }
 
 impl ActionRequest {
@@ -69,6 +72,7 @@ impl ActionRequest {
             trace: None,
             idempotency_key: None,
             delegation: None,
+            checked: None,
         }
     }
 
@@ -88,6 +92,7 @@ impl ActionRequest {
                 .and_then(|t| serde_json::to_value(t).ok()),
             idempotency_key: envelope.idempotency_key.clone(),
             delegation: None,
+            checked: None,
         }
     }
 

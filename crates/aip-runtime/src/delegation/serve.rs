@@ -92,6 +92,7 @@ impl Runtime {
                 "peer": peer.name,
                 "role": "child",
             })),
+            checked: None,
         };
         self.submit_action(caller, admitted).await?;
         let status = self

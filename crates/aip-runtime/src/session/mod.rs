@@ -25,6 +25,8 @@ use crate::runtime::Runtime;
 
 mod profile;
 
+pub use profile::SessionCheck;
+
 /// Lifetime of a session and of its resume tokens.
 pub const SESSION_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 /// Heartbeat interval offered in the handshake response (spec 11.9).
@@ -280,16 +282,13 @@ impl Runtime {
         if session.expires_at_ms.is_some_and(|e| e <= now_ms()) {
             return Err(RuntimeError::SessionState("the session expired".into()));
         }
-        match session.state {
-            SessionState::Active
-            | SessionState::Queued
-            | SessionState::Processing
-            | SessionState::Streaming
-            | SessionState::WaitingForHuman => Ok(()),
-            other => Err(RuntimeError::SessionState(format!(
+        if takes_actions(session.state) {
+            Ok(())
+        } else {
+            Err(RuntimeError::SessionState(format!(
                 "the session is {}",
-                other.as_str()
-            ))),
+                session.state.as_str()
+            )))
         }
     }
 
@@ -642,4 +641,16 @@ impl Runtime {
         )
         .await
     }
+}
+
+/// Whether a session in `state` takes new actions.
+pub(crate) fn takes_actions(state: SessionState) -> bool {
+    matches!(
+        state,
+        SessionState::Active
+            | SessionState::Queued
+            | SessionState::Processing
+            | SessionState::Streaming
+            | SessionState::WaitingForHuman
+    )
 }

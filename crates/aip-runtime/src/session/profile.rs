@@ -12,6 +12,35 @@ use crate::error::RuntimeError;
 use crate::runtime::Runtime;
 use crate::session::SESSION_TTL_MS;
 
+/// What the runtime found when it read a session for its owner: only the runtime makes one, so an
+/// action request carrying it (see `ActionRequest::checked`) skips a second read of the same
+/// session within the same request.
+#[derive(Debug, Clone)]
+pub struct SessionCheck {
+    session_id: String,
+    tenant: String,
+    principal: String,
+    expires_at_ms: Option<i64>,
+    open: bool,
+    at: std::time::Instant,
+}
+
+impl SessionCheck {
+    /// How long a check stands in for a read: one request's admission, not a cache.
+    pub const FRESH: std::time::Duration = std::time::Duration::from_secs(1);
+
+    /// Whether this check answers "may `caller` add an action to `session_id` now": the same
+    /// session and owner, read within [`SessionCheck::FRESH`], open, and not expired since.
+    pub(crate) fn admits(&self, caller: &Caller, session_id: &str) -> bool {
+        self.open
+            && self.session_id == session_id
+            && self.tenant == caller.tenant
+            && self.principal == caller.id
+            && self.at.elapsed() < Self::FRESH
+            && self.expires_at_ms.is_none_or(|e| e > now_ms())
+    }
+}
+
 /// Randomness beyond the time-ordered id in a profile session id: with the id's own 74 random bits
 /// the id carries more than 128 bits, so it cannot be guessed (ownership is checked anyway).
 const EXTRA_RANDOM_BYTES: usize = 8;
@@ -119,13 +148,34 @@ impl Runtime {
         caller: &Caller,
         session_id: &str,
     ) -> Result<SessionRecord, RuntimeError> {
+        self.checked_session(caller, session_id)
+            .await
+            .map(|(record, _)| record)
+    }
+
+    /// [`Runtime::owned_session`], with the runtime's word that it was read and found usable by
+    /// actions: an action request carrying that word (`ActionRequest::checked`) is admitted into
+    /// the session without reading it again, for [`SessionCheck::FRESH`].
+    pub async fn checked_session(
+        &self,
+        caller: &Caller,
+        session_id: &str,
+    ) -> Result<(SessionRecord, SessionCheck), RuntimeError> {
         match self.store().get_session(session_id).await? {
             Some(s)
                 if s.tenant == caller.tenant
                     && s.principal == caller.id
                     && s.expires_at_ms.is_none_or(|e| e > now_ms()) =>
             {
-                Ok(s)
+                let check = SessionCheck {
+                    session_id: s.session_id.clone(),
+                    tenant: s.tenant.clone(),
+                    principal: s.principal.clone(),
+                    expires_at_ms: s.expires_at_ms,
+                    open: crate::session::takes_actions(s.state),
+                    at: std::time::Instant::now(),
+                };
+                Ok((s, check))
             }
             _ => Err(RuntimeError::NotFound("session")),
         }
@@ -165,5 +215,35 @@ impl Runtime {
             Err(StoreError::StateConflict { .. }) => self.owned_session(caller, session_id).await,
             Err(err) => Err(err.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(open: bool, expires_at_ms: Option<i64>, age: std::time::Duration) -> SessionCheck {
+        SessionCheck {
+            session_id: "sess_1".into(),
+            tenant: "t".into(),
+            principal: "alice".into(),
+            expires_at_ms,
+            open,
+            at: std::time::Instant::now() - age,
+        }
+    }
+
+    #[test]
+    fn a_session_check_admits_only_its_own_open_unexpired_session_for_its_owner_while_fresh() {
+        let alice = Caller::owner("t", "alice");
+        let fresh = std::time::Duration::ZERO;
+        assert!(check(true, None, fresh).admits(&alice, "sess_1"));
+        assert!(check(true, Some(now_ms() + 60_000), fresh).admits(&alice, "sess_1"));
+        assert!(!check(true, None, fresh).admits(&alice, "sess_2"));
+        assert!(!check(true, None, fresh).admits(&Caller::owner("t", "bob"), "sess_1"));
+        assert!(!check(true, None, fresh).admits(&Caller::owner("u", "alice"), "sess_1"));
+        assert!(!check(false, None, fresh).admits(&alice, "sess_1"));
+        assert!(!check(true, Some(now_ms() - 1), fresh).admits(&alice, "sess_1"));
+        assert!(!check(true, None, SessionCheck::FRESH).admits(&alice, "sess_1"));
     }
 }

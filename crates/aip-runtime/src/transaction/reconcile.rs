@@ -176,6 +176,7 @@ impl Runtime {
             trace: None,
             idempotency_key: None,
             delegation: None,
+            checked: None,
         };
         match self.submit_action(&caller, request).await {
             Ok(_) => Ok(()),

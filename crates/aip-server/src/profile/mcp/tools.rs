@@ -221,22 +221,34 @@ fn annotations(capability: &Capability) -> Option<Value> {
 pub struct InFlight(Mutex<HashMap<(String, String), String>>);
 
 impl InFlight {
-    fn insert(&self, key: (String, String), action: String) {
-        if let Ok(mut map) = self.0.lock() {
-            map.insert(key, action);
+    /// The map; a panic elsewhere while it was held cannot leave it half-changed (every change is
+    /// one insert or remove), so a poisoned lock is still the truth.
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), String>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Records a request's action; `false` when the session already has a call in flight under
+    /// that request id (MCP forbids reusing one: the second call is refused, not run).
+    fn insert(&self, key: (String, String), action: String) -> bool {
+        match self.map().entry(key) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(action);
+                true
+            }
         }
     }
 
     fn remove(&self, key: &(String, String)) {
-        if let Ok(mut map) = self.0.lock() {
-            map.remove(key);
-        }
+        self.map().remove(key);
     }
 
     /// The action a request of `session` started, if it is still running here.
     pub fn get(&self, session: &str, request_id: &Value) -> Option<String> {
         let key = (session.to_owned(), request_id.to_string());
-        self.0.lock().ok().and_then(|map| map.get(&key).cloned())
+        self.map().get(&key).cloned()
     }
 }
 
@@ -256,6 +268,8 @@ pub struct Call<'a> {
     pub log_level: Option<u8>,
     /// The server-to-client requests the session's client answers.
     pub answers: super::relay::Answers,
+    /// The runtime's check of the session, made when the transport read it.
+    pub checked: &'a aip_runtime::SessionCheck,
 }
 
 /// The outgoing channel of a call's progress notifications (a response stream, or a legacy
@@ -347,6 +361,9 @@ pub async fn call(
             "tool {name} does not support task-augmented calls"
         ));
     }
+    // A keyed call retried is the same action (answered by its first outcome). An unkeyed call is
+    // a new action with a time-ordered id: each store index then grows at its end, where a hashed
+    // id would land every insert on a different page (measured: a quarter more store work).
     let action_id = match &key {
         Some(key) => derive_id(&[
             &call.caller.tenant,
@@ -354,7 +371,7 @@ pub async fn call(
             capability_id.as_str(),
             key,
         ]),
-        None => derive_id(&[call.session_id, &call.request_id.to_string()]),
+        None => aip_core::ids::generate_with_prefix("act_mcp"),
     };
     let keyed = key.is_some();
     let token = params
@@ -392,12 +409,21 @@ pub async fn call(
         trace: None,
         idempotency_key: None,
         delegation: None,
+        checked: (!keyed).then(|| call.checked.clone()),
     };
     if as_task {
         return create_task(runtime, call.caller, request).await;
     }
     let flight = (call.session_id.to_owned(), call.request_id.to_string());
-    state.calls.insert(flight.clone(), action_id.clone());
+    if !state.calls.insert(flight.clone(), action_id.clone()) {
+        return Err((
+            super::rpc::INVALID_REQUEST,
+            format!(
+                "request id {} is already in use by a call of this session",
+                call.request_id
+            ),
+        ));
+    }
     // Open to the tool's requests before it can run; only a call followed here can carry them.
     let relayed = progress.is_some() && call.answers.any();
     let asks = relayed.then(|| state.relay.open(&action_id, call.answers));
@@ -488,8 +514,8 @@ fn idempotency_key(params: &Map<String, Value>) -> Result<Option<String>, &'stat
     }
 }
 
-/// A deterministic action id: a keyed call retried is the same action (answered by its first
-/// outcome); an unkeyed call is named by its session and request id, so any node can cancel it.
+/// The deterministic action id of a keyed call: retried, from any session or node, it is the same
+/// action (answered by its first outcome).
 fn derive_id(parts: &[&str]) -> String {
     let mut hash = Sha256::new();
     hash.update(b"aip.mcp.tool_call.v1");

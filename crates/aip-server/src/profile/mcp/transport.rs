@@ -228,6 +228,8 @@ pub(super) struct Session {
     pub(super) legacy: bool,
     /// The server-to-client requests its client answers (as negotiated).
     pub(super) answers: super::relay::Answers,
+    /// The runtime's check of the session as this request read it, handed to admission.
+    pub(super) checked: aip_runtime::SessionCheck,
 }
 
 /// One request's view of the profile: who calls, through which server.
@@ -314,13 +316,13 @@ impl Endpoint<'_> {
         session_id: &str,
         header: Option<Version>,
     ) -> Result<Session, Response> {
-        let record = match self
+        let (record, checked) = match self
             .app
             .runtime
-            .owned_session(self.caller, session_id)
+            .checked_session(self.caller, session_id)
             .await
         {
-            Ok(record) => record,
+            Ok(found) => found,
             Err(RuntimeError::NotFound(_)) => return Err(session_not_found()),
             Err(err) => {
                 return Err(http_error(
@@ -376,6 +378,7 @@ impl Endpoint<'_> {
             initialized: record.state != SessionState::New,
             legacy,
             answers,
+            checked,
         })
     }
 
@@ -466,6 +469,7 @@ impl Endpoint<'_> {
                             progress,
                             log_level: self.mcp.log_levels.get(&session.id),
                             answers: session.answers,
+                            checked: &session.checked,
                         };
                         tools::call(&self.app.runtime, self.mcp, call, params).await
                     }
