@@ -58,6 +58,7 @@ suite!(
     chunks_are_strictly_increasing_and_duplicates_are_tolerated,
     a_chunk_batch_is_written_in_order_all_or_nothing_and_under_its_fence,
     sessions_follow_the_state_machine_with_compare_and_set,
+    a_session_read_after_its_change_sees_the_change,
     resume_tokens_are_single_use_stored_hashed_and_expire,
     concurrent_resumes_consume_a_token_once,
     message_id_claims_detect_replays_and_survive_a_restart,

@@ -28,6 +28,12 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     /// The pool reads run on (committed data only).
     fn reader(&self) -> &Self::Reader;
 
+    /// Sessions this process read lately, where the backend knows every change to them (SQLite,
+    /// one writer); `None` where other nodes write them too (PostgreSQL): every read then asks.
+    fn session_cache(&self) -> Option<&crate::sqlite::SessionCache> {
+        None
+    }
+
     /// Runs `f` in a write transaction and answers once it is committed: `Err` from `f` rolls back
     /// its work. With `notify`, readers are woken after the commit. `f` must not wait on anything
     /// but its statements (the SQLite writer polls it once).

@@ -51,11 +51,20 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
     }
 
     async fn get_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+        let cache = self.dialect().session_cache();
+        if let Some(found) = cache.and_then(|c| c.get(session_id)) {
+            return Ok(Some(found));
+        }
+        let generation = cache.map(|c| c.generation());
         let row = query(SELECT_SESSION)
             .bind(session_id)
             .fetch_optional(self.reader())
             .await?;
-        row.as_ref().map(session_record).transpose()
+        let record = row.as_ref().map(session_record).transpose()?;
+        if let (Some(cache), Some(generation), Some(record)) = (cache, generation, &record) {
+            cache.keep(generation, record);
+        }
+        Ok(record)
     }
 
     async fn list_sessions(

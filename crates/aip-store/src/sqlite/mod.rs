@@ -32,6 +32,9 @@ use crate::sql::{
 use crate::watch::ChangeWatch;
 use writer::Writer;
 
+mod session_cache;
+pub(crate) use session_cache::SessionCache;
+
 /// Tuning of an SQLite store.
 #[derive(Debug, Clone)]
 pub struct SqliteOptions {
@@ -60,6 +63,8 @@ pub struct Sqlite {
     reader: SqlitePool,
     changes: tokio::sync::watch::Sender<u64>,
     path: PathBuf,
+    /// Sessions read lately (see `session_cache`).
+    sessions: std::sync::Arc<session_cache::SessionCache>,
 }
 
 impl SqlStore<Sqlite> {
@@ -72,7 +77,14 @@ impl SqlStore<Sqlite> {
     pub async fn open_with(path: impl AsRef<Path>, options: SqliteOptions) -> StoreResult<Self> {
         let path = path.as_ref().to_path_buf();
         let (changes, _) = tokio::sync::watch::channel(0);
-        let (writer, key) = Writer::start(&path, options.busy_timeout, changes.clone()).await?;
+        let sessions = std::sync::Arc::new(session_cache::SessionCache::default());
+        let (writer, key) = Writer::start(
+            &path,
+            options.busy_timeout,
+            changes.clone(),
+            std::sync::Arc::clone(&sessions),
+        )
+        .await?;
         let connect = SqliteConnectOptions::from_str("sqlite://")
             .map_err(|e| StoreError::Backend(e.to_string()))?
             .filename(&path)
@@ -91,6 +103,7 @@ impl SqlStore<Sqlite> {
             reader,
             changes,
             path,
+            sessions,
         };
         Ok(SqlStore::new(db, key))
     }
@@ -118,6 +131,10 @@ impl Dialect for Sqlite {
 
     fn reader(&self) -> &SqlitePool {
         &self.reader
+    }
+
+    fn session_cache(&self) -> Option<&SessionCache> {
+        Some(&self.sessions)
     }
 
     async fn write<R: Send + 'static>(&self, notify: bool, f: impl WriteFn<R>) -> StoreResult<R> {

@@ -26,6 +26,7 @@ impl Writer {
         path: &Path,
         busy_timeout: Duration,
         changes: tokio::sync::watch::Sender<u64>,
+        sessions: std::sync::Arc<super::session_cache::SessionCache>,
     ) -> StoreResult<(Writer, CursorKey)> {
         let (jobs, queue) = tokio::sync::mpsc::channel(4 * MAX_BATCH);
         let (ready, opened) = tokio::sync::oneshot::channel::<StoreResult<CursorKey>>();
@@ -34,8 +35,28 @@ impl Writer {
             .name("aip-sqlite-writer".into())
             .spawn(move || match open_writer(&thread_path, busy_timeout) {
                 Ok((mut conn, key)) => {
+                    let touched = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+                    let hook = std::sync::Arc::clone(&touched);
+                    // Every row written to `aip_sessions` passes here (a rowid table, written only
+                    // by INSERT and UPDATE), so the cache never outlives a committed change.
+                    let hooked = conn.update_hook(Some(
+                        move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
+                            if table == "aip_sessions" {
+                                hook.store(true, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        },
+                    ));
+                    if let Err(e) = hooked {
+                        let _ = ready.send(Err(StoreError::from(crate::db::DbError::Sqlite(e))));
+                        return;
+                    }
                     let _ = ready.send(Ok(key));
-                    write_loop(&mut conn, queue, &changes);
+                    let observers = Observers {
+                        changes,
+                        sessions,
+                        touched,
+                    };
+                    write_loop(&mut conn, queue, &observers);
                 }
                 Err(e) => {
                     let _ = ready.send(Err(e));
@@ -184,7 +205,7 @@ fn open_writer(
 fn write_loop(
     conn: &mut rusqlite::Connection,
     mut queue: tokio::sync::mpsc::Receiver<Request>,
-    changes: &tokio::sync::watch::Sender<u64>,
+    observers: &Observers,
 ) {
     let mut closing = None;
     while let Some(first) = queue.blocking_recv() {
@@ -205,7 +226,7 @@ fn write_loop(
         while !batch.is_empty() {
             // Jobs dropped unrun (a transaction could not start or broke) surface as
             // `Unavailable` to their callers.
-            if !run_transaction(conn, &mut batch, changes) {
+            if !run_transaction(conn, &mut batch, observers) {
                 break;
             }
         }
@@ -218,6 +239,27 @@ fn write_loop(
     while queue.try_recv().is_ok() {}
     if let Some(done) = closing {
         let _ = done.send(());
+    }
+}
+
+/// Who hears of the writer's commits: readers waiting for changes, and the session cache.
+struct Observers {
+    changes: tokio::sync::watch::Sender<u64>,
+    sessions: std::sync::Arc<super::session_cache::SessionCache>,
+    /// Set by the update hook when a write touched `aip_sessions`.
+    touched: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Observers {
+    /// After a transaction ended (committed or not): empties the session cache if it touched
+    /// sessions.
+    fn sessions_settled(&self) {
+        if self
+            .touched
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.sessions.invalidate();
+        }
     }
 }
 
@@ -242,7 +284,7 @@ fn run_job(conn: &mut rusqlite::Connection, job: WriteJob) -> Option<WriteDone> 
 fn run_transaction(
     conn: &mut rusqlite::Connection,
     batch: &mut std::collections::VecDeque<WriteJob>,
-    changes: &tokio::sync::watch::Sender<u64>,
+    observers: &Observers,
 ) -> bool {
     if !conn.is_autocommit() {
         // A transaction left open by an earlier failure holds nothing anyone was told about.
@@ -264,6 +306,7 @@ fn run_transaction(
         if bare && !ok {
             // Only this write's work is in the transaction: rolling it back undoes exactly that.
             let _ = conn.execute_batch("ROLLBACK");
+            observers.sessions_settled();
             if let Some(d) = d {
                 (d.deliver)(Err("rolled back".into()));
             }
@@ -293,8 +336,10 @@ fn run_transaction(
         let _ = conn.execute_batch("ROLLBACK");
     }
     let committed = outcome.is_ok();
+    // Before anyone hears of the commit: a session change is never answered from the cache.
+    observers.sessions_settled();
     if committed && done.iter().any(|d| d.ok && d.notify) {
-        changes.send_modify(|v| *v = v.wrapping_add(1));
+        observers.changes.send_modify(|v| *v = v.wrapping_add(1));
     }
     for d in done {
         (d.deliver)(outcome.clone());

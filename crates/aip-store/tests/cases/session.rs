@@ -14,6 +14,41 @@ fn session_step(id: &str, from: SessionState, to: SessionState) -> SessionTransi
     }
 }
 
+/// Reads of a session may be answered from memory (SQLite): a committed change is never hidden by
+/// an earlier read, whether the reads came just before it or raced it.
+pub async fn a_session_read_after_its_change_sees_the_change(h: &Harness) {
+    let s = &h.store;
+    s.create_session(new_session("s-read", "alice"), vec![])
+        .await
+        .unwrap();
+    let mut state = SessionState::New;
+    for next in [
+        SessionState::Active,
+        SessionState::Processing,
+        SessionState::Completed,
+    ] {
+        // Read it twice (the second may come from memory), change it, and read it at once.
+        for _ in 0..2 {
+            assert_eq!(s.get_session("s-read").await.unwrap().unwrap().state, state);
+        }
+        let reads = async {
+            let mut seen = Vec::new();
+            for _ in 0..8 {
+                seen.push(s.get_session("s-read").await.unwrap().unwrap().state);
+            }
+            seen
+        };
+        let (changed, raced) = tokio::join!(
+            s.transition_session(session_step("s-read", state, next)),
+            reads
+        );
+        changed.unwrap();
+        assert!(raced.iter().all(|r| [state, next].contains(r)), "{raced:?}");
+        assert_eq!(s.get_session("s-read").await.unwrap().unwrap().state, next);
+        state = next;
+    }
+}
+
 pub async fn sessions_follow_the_state_machine_with_compare_and_set(h: &Harness) {
     let s = &h.store;
     let created = s
