@@ -115,9 +115,7 @@ fn main() {
     let pid = node.child.id();
     let mut footnotes = Vec::new();
     for level in levels {
-        let server = || common::cpu_by_thread(pid);
-        let client = || common::cpu_by_thread(std::process::id());
-        let (s0, c0) = (server(), client());
+        let mark = common::CpuMark::take(pid);
         let native = rt.block_on(common::measure(requests, level, {
             let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
             move |_| {
@@ -126,11 +124,7 @@ fn main() {
             }
         }));
         let ops = requests + common::WARMUP;
-        footnotes.push(format!(
-            "c={level} native: server {}; bench process {}",
-            common::cpu_per_op(&s0, &server(), ops),
-            common::cpu_per_op(&c0, &client(), ops)
-        ));
+        footnotes.push(format!("c={level} native: {}", mark.since(ops)));
         // One session per worker slot, opened before timing (as a client keeps its session).
         let sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
@@ -139,7 +133,7 @@ fn main() {
             }
             all
         }));
-        let (s0, c0) = (server(), client());
+        let mark = common::CpuMark::take(pid);
         let mcp = rt.block_on(common::measure(requests, level, {
             let (http, url, token, sessions) = (
                 http.clone(),
@@ -156,11 +150,7 @@ fn main() {
                 }
             }
         }));
-        footnotes.push(format!(
-            "c={level} MCP: server {}; bench process {}",
-            common::cpu_per_op(&s0, &server(), ops),
-            common::cpu_per_op(&c0, &client(), ops)
-        ));
+        footnotes.push(format!("c={level} MCP: {}", mark.since(ops)));
         let rmcp_sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
             for _ in 0..level {

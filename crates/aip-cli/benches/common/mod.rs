@@ -311,7 +311,7 @@ pub fn compare<B, BF, P, PF>(
 
 /// CPU time (user + system, ms) of each thread of process `pid`, summed by thread name (numbered
 /// names like `tokio-runtime-w` share one entry): where a server spends its CPU during a phase.
-pub fn cpu_by_thread(pid: u32) -> std::collections::BTreeMap<String, f64> {
+fn cpu_by_thread(pid: u32) -> std::collections::BTreeMap<String, f64> {
     let mut by_name = std::collections::BTreeMap::new();
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return by_name;
@@ -340,9 +340,36 @@ pub fn cpu_by_thread(pid: u32) -> std::collections::BTreeMap<String, f64> {
     by_name
 }
 
-/// The CPU a phase cost process `pid`, per operation (µs), by thread name: `before` and `after`
-/// are `cpu_by_thread` readings around it. A line for a table footnote.
-pub fn cpu_per_op(
+/// CPU readings of a server process and of this one, taken before a phase.
+pub struct CpuMark {
+    server_pid: u32,
+    server: std::collections::BTreeMap<String, f64>,
+    client: std::collections::BTreeMap<String, f64>,
+}
+
+impl CpuMark {
+    /// Reads both processes' CPU by thread now.
+    pub fn take(server_pid: u32) -> Self {
+        CpuMark {
+            server_pid,
+            server: cpu_by_thread(server_pid),
+            client: cpu_by_thread(std::process::id()),
+        }
+    }
+
+    /// What the phase since the mark cost per operation (µs), by thread, for a table footnote.
+    pub fn since(&self, operations: usize) -> String {
+        format!(
+            "server {}; bench process {}",
+            cpu_per_op(&self.server, &cpu_by_thread(self.server_pid), operations),
+            cpu_per_op(&self.client, &cpu_by_thread(std::process::id()), operations)
+        )
+    }
+}
+
+/// The CPU a phase cost, per operation (µs), by thread name: `before` and `after` are
+/// `cpu_by_thread` readings around it.
+fn cpu_per_op(
     before: &std::collections::BTreeMap<String, f64>,
     after: &std::collections::BTreeMap<String, f64>,
     operations: usize,

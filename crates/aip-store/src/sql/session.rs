@@ -17,6 +17,21 @@ const SELECT_SESSION: &str = "SELECT session_id, tenant, principal, peer, state,
 /// Stores a resume token's hash.
 const INSERT_RESUME_TOKEN: &str = "INSERT INTO aip_resume_tokens (token_hash, session_id, created_at_ms, expires_at_ms) VALUES ($1, $2, $3, $4)";
 
+// The bound sits on the method: `Dialect` is crate-private and `SqlStore` is not.
+impl<D> SqlStore<D> {
+    /// One session as the database has it now.
+    async fn read_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>>
+    where
+        D: Dialect,
+    {
+        let row = query(SELECT_SESSION)
+            .bind(session_id)
+            .fetch_optional(self.reader())
+            .await?;
+        row.as_ref().map(session_record).transpose()
+    }
+}
+
 #[async_trait]
 impl<D: Dialect> SessionStore for SqlStore<D> {
     async fn create_session(
@@ -51,17 +66,15 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
     }
 
     async fn get_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>> {
-        let cache = self.dialect().session_cache();
-        if let Some(found) = cache.and_then(|c| c.get(session_id)) {
+        let Some(cache) = self.dialect().session_cache() else {
+            return self.read_session(session_id).await;
+        };
+        if let Some(found) = cache.get(session_id) {
             return Ok(Some(found));
         }
-        let generation = cache.map(|c| c.generation());
-        let row = query(SELECT_SESSION)
-            .bind(session_id)
-            .fetch_optional(self.reader())
-            .await?;
-        let record = row.as_ref().map(session_record).transpose()?;
-        if let (Some(cache), Some(generation), Some(record)) = (cache, generation, &record) {
+        let generation = cache.generation();
+        let record = self.read_session(session_id).await?;
+        if let Some(record) = &record {
             cache.keep(generation, record);
         }
         Ok(record)

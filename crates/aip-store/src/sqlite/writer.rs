@@ -35,21 +35,13 @@ impl Writer {
             .name("aip-sqlite-writer".into())
             .spawn(move || match open_writer(&thread_path, busy_timeout) {
                 Ok((mut conn, key)) => {
-                    let touched = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-                    let hook = std::sync::Arc::clone(&touched);
-                    // Every row written to `aip_sessions` passes here (a rowid table, written only
-                    // by INSERT and UPDATE), so the cache never outlives a committed change.
-                    let hooked = conn.update_hook(Some(
-                        move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
-                            if table == "aip_sessions" {
-                                hook.store(true, std::sync::atomic::Ordering::Relaxed);
-                            }
-                        },
-                    ));
-                    if let Err(e) = hooked {
-                        let _ = ready.send(Err(StoreError::from(crate::db::DbError::Sqlite(e))));
-                        return;
-                    }
+                    let touched = match watch_sessions(&conn) {
+                        Ok(touched) => touched,
+                        Err(e) => {
+                            let _ = ready.send(Err(e));
+                            return;
+                        }
+                    };
                     let _ = ready.send(Ok(key));
                     let observers = Observers {
                         changes,
@@ -240,6 +232,25 @@ fn write_loop(
     if let Some(done) = closing {
         let _ = done.send(());
     }
+}
+
+/// A flag the connection sets whenever a write touches `aip_sessions`. Every row written there
+/// passes the update hook (a rowid table, written only by INSERT and UPDATE), so the session cache
+/// never outlives a committed change.
+fn watch_sessions(
+    conn: &rusqlite::Connection,
+) -> StoreResult<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+    let touched = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hook = std::sync::Arc::clone(&touched);
+    conn.update_hook(Some(
+        move |_: rusqlite::hooks::Action, _: &str, table: &str, _: i64| {
+            if table == "aip_sessions" {
+                hook.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        },
+    ))
+    .map_err(|e| StoreError::from(crate::db::DbError::Sqlite(e)))?;
+    Ok(touched)
 }
 
 /// Who hears of the writer's commits: readers waiting for changes, and the session cache.
