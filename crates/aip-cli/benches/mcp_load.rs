@@ -4,7 +4,8 @@
 //! tool call is a durable native action with its receipts, like the native one.
 //!
 //! Run with `cargo bench -p aip-cli --bench mcp_load`; `AIP_BENCH_REQUESTS` overrides the operations
-//! per level (default 3000), `AIP_BENCH_LEVELS` the concurrency levels (default 1,16).
+//! per level (default 3000), `AIP_BENCH_LEVELS` the concurrency levels (default 1,16). Native and
+//! MCP each run in two halves, native, MCP, MCP, native, so both meet the same store sizes.
 //!
 //! A third column is a minimal MCP server built with the official Rust SDK `rmcp` (`rmcp_echo`):
 //! the same `tools/call` over Streamable HTTP, answered after one SQLite insert.
@@ -115,16 +116,6 @@ fn main() {
     let pid = node.child.id();
     let mut footnotes = Vec::new();
     for level in levels {
-        let mark = common::CpuMark::take(pid);
-        let native = rt.block_on(common::measure(requests, level, {
-            let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
-            move |_| {
-                let (http, base, token) = (http.clone(), base.clone(), token.clone());
-                async move { common::sync_echo(&http, &base, &token).await }
-            }
-        }));
-        let ops = requests + common::WARMUP;
-        footnotes.push(format!("c={level} native: {}", mark.since(ops)));
         // One session per worker slot, opened before timing (as a client keeps its session).
         let sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
@@ -133,8 +124,14 @@ fn main() {
             }
             all
         }));
-        let mark = common::CpuMark::take(pid);
-        let mcp = rt.block_on(common::measure(requests, level, {
+        let native_op = {
+            let (http, base, token) = (http.clone(), base.clone(), node.token.clone());
+            move |_| {
+                let (http, base, token) = (http.clone(), base.clone(), token.clone());
+                async move { common::sync_echo(&http, &base, &token).await }
+            }
+        };
+        let mcp_op = {
             let (http, url, token, sessions) = (
                 http.clone(),
                 url.clone(),
@@ -149,8 +146,27 @@ fn main() {
                     tool_call(&http, &url, &token, session, i).await;
                 }
             }
-        }));
-        footnotes.push(format!("c={level} MCP: {}", mark.since(ops)));
+        };
+        // Two halves each, in the order native, MCP, MCP, native: the store grows through the
+        // run, and this way both sides meet the same database sizes on average.
+        let half = requests / 2;
+        let (mut native_cpu, mut mcp_cpu) =
+            (common::CpuSpent::default(), common::CpuSpent::default());
+        let mark = common::CpuMark::take(pid);
+        let native_first = rt.block_on(common::sample(half, level, native_op.clone()));
+        native_cpu.add(mark.spent());
+        let mark = common::CpuMark::take(pid);
+        let mcp_first = rt.block_on(common::sample(half, level, mcp_op.clone()));
+        let mcp_second = rt.block_on(common::sample(requests - half, level, mcp_op));
+        mcp_cpu.add(mark.spent());
+        let mark = common::CpuMark::take(pid);
+        let native_second = rt.block_on(common::sample(requests - half, level, native_op));
+        native_cpu.add(mark.spent());
+        let native = native_first.merge(native_second).figures();
+        let mcp = mcp_first.merge(mcp_second).figures();
+        let ops = requests + 2 * common::WARMUP;
+        footnotes.push(format!("c={level} native: {}", native_cpu.per_op(ops)));
+        footnotes.push(format!("c={level} MCP: {}", mcp_cpu.per_op(ops)));
         let rmcp_sessions: Arc<Vec<Session>> = Arc::new(rt.block_on(async {
             let mut all = Vec::new();
             for _ in 0..level {

@@ -104,6 +104,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "action_subscriptions",
         sql: include_str!("../migrations/sqlite/0015_action_subscriptions.sql"),
     },
+    Migration {
+        version: 16,
+        name: "session_tail_indexes",
+        sql: include_str!("../migrations/sqlite/0016_session_tail_indexes.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -172,6 +177,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 13,
         name: "action_subscriptions",
         sql: include_str!("../migrations/postgres/0013_action_subscriptions.sql"),
+    },
+    Migration {
+        version: 14,
+        name: "session_tail_indexes",
+        sql: include_str!("../migrations/postgres/0014_session_tail_indexes.sql"),
     },
 ];
 

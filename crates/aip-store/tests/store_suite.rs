@@ -59,6 +59,7 @@ suite!(
     a_chunk_batch_is_written_in_order_all_or_nothing_and_under_its_fence,
     sessions_follow_the_state_machine_with_compare_and_set,
     a_session_read_after_its_change_sees_the_change,
+    a_sessions_rows_are_listed_by_its_id_alone_even_beside_ids_sharing_its_tail,
     resume_tokens_are_single_use_stored_hashed_and_expire,
     concurrent_resumes_consume_a_token_once,
     message_id_claims_detect_replays_and_survive_a_restart,
@@ -868,20 +869,12 @@ mod cases {
 /// The schema before action ids became tenant-scoped (`migrations`, as the bookkeeping table
 /// records them) with the rows of `data/pre_tenant_keys.sql`: what an upgrade starts from.
 fn pre_tenant_keys(migrations: &[(i64, &str, &str)]) -> String {
-    use sha2::Digest;
     let mut prepare = String::from(
         "CREATE TABLE IF NOT EXISTS aip_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, \
          checksum TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);\n",
     );
     for (version, name, sql) in migrations {
-        let checksum: String = sha2::Sha256::digest(sql.as_bytes())
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        prepare.push_str(sql);
-        prepare.push_str(&format!(
-            "\nINSERT INTO aip_migrations VALUES ({version}, '{name}', '{checksum}', 0);\n"
-        ));
+        push_applied(&mut prepare, *version, name, sql);
     }
     prepare.push_str(include_str!("data/pre_tenant_keys.sql"));
     prepare
@@ -979,4 +972,113 @@ async fn postgres_a_store_written_before_tenant_scoped_action_ids_keeps_its_data
         return;
     };
     the_pre_tenant_rows_are_kept_under_their_tenant(&h).await;
+}
+
+/// The SQLite migrations up to `through`, from the repository's migration files (`NNNN_name.sql`),
+/// each recorded in the bookkeeping table as the store records it.
+fn sqlite_schema_through(through: i64) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    let mut prepare = String::from(
+        "CREATE TABLE IF NOT EXISTS aip_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, \
+         checksum TEXT NOT NULL, applied_at_ms BIGINT NOT NULL);\n",
+    );
+    for file in files {
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_owned();
+        let (version, name) = stem.split_once('_').unwrap();
+        let version: i64 = version.parse().unwrap();
+        if version > through {
+            continue;
+        }
+        push_applied(
+            &mut prepare,
+            version,
+            name,
+            &std::fs::read_to_string(&file).unwrap(),
+        );
+    }
+    prepare
+}
+
+/// Appends a migration's text to `prepare` and records it applied, as the store does.
+fn push_applied(prepare: &mut String, version: i64, name: &str, sql: &str) {
+    use sha2::Digest;
+    let checksum: String = sha2::Sha256::digest(sql.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    prepare.push_str(sql);
+    prepare.push_str(&format!(
+        "\nINSERT INTO aip_migrations VALUES ({version}, '{name}', '{checksum}', 0);\n"
+    ));
+}
+
+/// Rows bound to a session before the session-tail indexes (SQLite migration 16) are listed by
+/// that session after the upgrade, and sessionless rows stay out of its listings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_store_written_before_session_tail_indexes_lists_its_old_session_rows_by_session()
+{
+    let mut prepare = sqlite_schema_through(15);
+    prepare.push_str(
+        "INSERT INTO aip_sessions (session_id, tenant, principal, state, created_at_ms, updated_at_ms, data) \
+         VALUES ('sess_old_0123456789ab', 't1', 'alice', 'active', 1, 1, '{}');
+         INSERT INTO aip_actions (action_id, tenant, principal, session_id, capability, mode, state, created_at_ms, updated_at_ms, request) \
+         VALUES ('a1', 't1', 'alice', 'sess_old_0123456789ab', 'cap:demo:echo', 'sync', 'completed', 1, 1, '{}'), \
+                ('a2', 't1', 'alice', NULL, 'cap:demo:echo', 'sync', 'completed', 2, 2, '{}');
+         INSERT INTO aip_events (seq, pos, event_id, kind, tenant, principal, session_id, action_id, occurred_at_ms, data) \
+         VALUES (1, 1, 'e1', 'aip.session.created', 't1', 'alice', 'sess_old_0123456789ab', NULL, 1, '{}'), \
+                (2, 2, 'e2', 'aip.action.completed', 't1', 'alice', NULL, 'a2', 2, '{}');
+         INSERT INTO aip_audit (seq, pos, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id) \
+         VALUES (1, 1, 'au1', 't1', 'alice', 'session.created', 1, '{}', NULL, 'sess_old_0123456789ab'), \
+                (2, 2, 'au2', 't1', 'alice', 'action.cancel_requested', 2, '{}', 'a2', NULL);",
+    );
+    let h = Harness::sqlite_from(Some(&prepare)).await;
+    let s = &h.store;
+    let session = Some("sess_old_0123456789ab".to_owned());
+    let actions = ActionQuery {
+        tenant: "t1".into(),
+        session_id: session.clone(),
+        ..Default::default()
+    };
+    let listed = s.list_actions(&actions, None, Limit::max()).await.unwrap();
+    assert_eq!(
+        listed
+            .items
+            .iter()
+            .map(|a| a.action_id.as_str())
+            .collect::<Vec<_>>(),
+        ["a1"]
+    );
+    let events = EventQuery {
+        tenant: "t1".into(),
+        session_id: session.clone(),
+        ..Default::default()
+    };
+    let listed = s.list_events(&events, None, Limit::max()).await.unwrap();
+    assert_eq!(
+        listed
+            .items
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect::<Vec<_>>(),
+        ["e1"]
+    );
+    let audit = AuditQuery {
+        tenant: "t1".into(),
+        session_id: session,
+        ..Default::default()
+    };
+    let listed = s.list_audit(&audit, None, Limit::max()).await.unwrap();
+    assert_eq!(
+        listed
+            .items
+            .iter()
+            .map(|a| a.audit_id.as_str())
+            .collect::<Vec<_>>(),
+        ["au1"]
+    );
 }

@@ -197,6 +197,15 @@ where
     F: Fn(usize) -> Fut + Clone + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
+    sample(requests, in_flight, op).await.figures()
+}
+
+/// [`measure`], keeping the latencies so phases can be merged ([`Sample::merge`]).
+pub async fn sample<F, Fut>(requests: usize, in_flight: usize, op: F) -> Sample
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
     for i in 0..WARMUP {
         op(i).await;
     }
@@ -218,18 +227,42 @@ where
             }
         }));
     }
-    let mut all: Vec<Duration> = Vec::with_capacity(requests);
+    let mut latencies: Vec<Duration> = Vec::with_capacity(requests);
     for task in tasks {
-        all.extend(task.await.unwrap());
+        latencies.extend(task.await.unwrap());
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    all.sort();
-    let pct =
-        |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0;
-    Figures {
-        rate: all.len() as f64 / elapsed,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
+    Sample {
+        latencies,
+        elapsed: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The latencies and wall time of one or more measured phases.
+pub struct Sample {
+    latencies: Vec<Duration>,
+    elapsed: f64,
+}
+
+impl Sample {
+    /// Both phases as one: their operations over their summed time.
+    pub fn merge(mut self, other: Sample) -> Sample {
+        self.latencies.extend(other.latencies);
+        self.elapsed += other.elapsed;
+        self
+    }
+
+    /// Rate and percentiles.
+    pub fn figures(mut self) -> Figures {
+        let all = &mut self.latencies;
+        all.sort();
+        let pct = |p: f64| {
+            all[((all.len() as f64 * p) as usize).min(all.len() - 1)].as_secs_f64() * 1000.0
+        };
+        Figures {
+            rate: all.len() as f64 / self.elapsed,
+            p50_ms: pct(0.50),
+            p99_ms: pct(0.99),
+        }
     }
 }
 
@@ -359,28 +392,63 @@ impl CpuMark {
 
     /// What the phase since the mark cost per operation (µs), by thread, for a table footnote.
     pub fn since(&self, operations: usize) -> String {
+        self.spent().per_op(operations)
+    }
+
+    /// The CPU spent by thread since the mark, to add up over phases that are not contiguous.
+    pub fn spent(&self) -> CpuSpent {
+        let diff = |before: &std::collections::BTreeMap<String, f64>, pid: u32| {
+            cpu_by_thread(pid)
+                .into_iter()
+                .map(|(name, ms)| {
+                    let spent = ms - before.get(&name).copied().unwrap_or(0.0);
+                    (name, spent)
+                })
+                .collect()
+        };
+        CpuSpent {
+            server: diff(&self.server, self.server_pid),
+            client: diff(&self.client, std::process::id()),
+        }
+    }
+}
+
+/// CPU spent by thread (ms) in both processes over one or more phases.
+#[derive(Default)]
+pub struct CpuSpent {
+    server: std::collections::BTreeMap<String, f64>,
+    client: std::collections::BTreeMap<String, f64>,
+}
+
+impl CpuSpent {
+    /// Adds another phase's CPU.
+    pub fn add(&mut self, other: CpuSpent) {
+        for (name, ms) in other.server {
+            *self.server.entry(name).or_default() += ms;
+        }
+        for (name, ms) in other.client {
+            *self.client.entry(name).or_default() += ms;
+        }
+    }
+
+    /// Per operation (µs), by thread, for a table footnote.
+    pub fn per_op(&self, operations: usize) -> String {
         format!(
             "server {}; bench process {}",
-            cpu_per_op(&self.server, &cpu_by_thread(self.server_pid), operations),
-            cpu_per_op(&self.client, &cpu_by_thread(std::process::id()), operations)
+            cpu_per_op(&self.server, operations),
+            cpu_per_op(&self.client, operations)
         )
     }
 }
 
-/// The CPU a phase cost, per operation (µs), by thread name: `before` and `after` are
-/// `cpu_by_thread` readings around it.
-fn cpu_per_op(
-    before: &std::collections::BTreeMap<String, f64>,
-    after: &std::collections::BTreeMap<String, f64>,
-    operations: usize,
-) -> String {
+/// The CPU a phase cost (`spent`, ms by thread name), per operation (µs).
+fn cpu_per_op(spent: &std::collections::BTreeMap<String, f64>, operations: usize) -> String {
     let mut total = 0.0;
     let mut parts = Vec::new();
-    for (name, ms) in after {
-        let spent = ms - before.get(name).copied().unwrap_or(0.0);
-        if spent > 0.0 {
-            total += spent;
-            parts.push(format!("{name} {:.0}", spent * 1000.0 / operations as f64));
+    for (name, ms) in spent {
+        if *ms > 0.0 {
+            total += ms;
+            parts.push(format!("{name} {:.0}", ms * 1000.0 / operations as f64));
         }
     }
     format!(

@@ -235,18 +235,19 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
             opt_part(q.transaction_id.as_deref()),
         ];
         let page = ListCursor::open(&self.key, CursorKind::Actions, scope, cursor)?;
-        let found = query(
+        let session = super::session_filter(3, q.session_id.is_some());
+        let found = query(format!(
             "SELECT seq, action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
              idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
              FROM aip_actions WHERE tenant = $1 \
              AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
-             AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
+             AND {session} \
              AND (CAST($4 AS TEXT) IS NULL OR state = $4) \
              AND (CAST($5 AS TEXT) IS NULL OR capability = $5) \
              AND (CAST($8 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
                   WHERE l.tenant = aip_actions.tenant AND l.action_id = aip_actions.action_id AND l.transaction_id = $8)) \
              AND seq > $6 ORDER BY seq LIMIT $7",
-        )
+        ))
         .bind(&q.tenant)
         .bind(q.principal.as_deref())
         .bind(q.session_id.as_deref())
@@ -261,13 +262,14 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
     }
 
     async fn count_active_actions(&self, q: &ActionQuery) -> StoreResult<u64> {
-        let row = query(
+        let session = super::session_filter(3, q.session_id.is_some());
+        let row = query(format!(
             "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
              AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
-             AND (CAST($3 AS TEXT) IS NULL OR session_id = $3) \
+             AND {session} \
              AND (CAST($4 AS TEXT) IS NULL OR capability = $4) \
              AND state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered')",
-        )
+        ))
         .bind(&q.tenant)
         .bind(q.principal.as_deref())
         .bind(q.session_id.as_deref())

@@ -80,12 +80,13 @@ impl<D: Dialect> EventStore for SqlStore<D> {
         };
         // Listed by commit-ordered position only (see the dialects' `append_events`), so an event
         // committed later can never slip in behind a cursor.
+        let session = super::session_filter(4, q.session_id.is_some());
         let sql = format!(
             "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
              FROM aip_events WHERE tenant = $1 \
              AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
              AND (CAST($3 AS TEXT) IS NULL OR action_id = $3) \
-             AND (CAST($4 AS TEXT) IS NULL OR session_id = $4){kind_filter} \
+             AND {session}{kind_filter} \
              AND pos > $5 ORDER BY pos LIMIT $6"
         );
         let mut statement = query(sql)

@@ -138,6 +138,20 @@ fn opt_part(v: Option<&str>) -> String {
     }
 }
 
+/// A listing's session term on parameter `$n` (bound to the session id, or NULL when `given` is
+/// false). With a session it is an equality on `session_tail`, which the session indexes key
+/// (migrations: SQLite 16, PostgreSQL 14), and on the full id; an `OR`-shaped optional term would
+/// keep both planners off the index. Without one it holds for every row.
+fn session_filter(n: usize, given: bool) -> String {
+    if given {
+        format!(
+            "session_tail = substr(CAST(${n} AS TEXT), length(CAST(${n} AS TEXT)) - 11) AND session_id = ${n}"
+        )
+    } else {
+        format!("CAST(${n} AS TEXT) IS NULL")
+    }
+}
+
 /// Errors are bounded before they are stored.
 fn bounded_error(e: &str) -> String {
     e.chars().take(2000).collect()

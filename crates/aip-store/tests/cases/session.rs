@@ -367,3 +367,101 @@ pub async fn a_resume_token_presented_on_another_session_is_refused_and_stays_us
         .unwrap();
     assert_eq!(resumed.session_id, "s1", "the token was not consumed");
 }
+
+/// Session listings key an index on the id's last 12 characters and compare the full id too: ids
+/// that share a tail, a short id and rows without a session never mix, and pages keep going.
+pub async fn a_sessions_rows_are_listed_by_its_id_alone_even_beside_ids_sharing_its_tail(
+    h: &Harness,
+) {
+    let s = &h.store;
+    let (a, b, short) = ("sess_a_0123456789ab", "sess_b_0123456789ab", "s1");
+    for (id, session) in [
+        ("x1", Some(a)),
+        ("x2", Some(b)),
+        ("x3", Some(a)),
+        ("x4", None),
+        ("x5", Some(short)),
+        ("x6", Some(a)),
+    ] {
+        let mut admission = admission(id, None);
+        admission.action.session_id = session.map(Into::into);
+        admission.events[0].session_id = session.map(Into::into);
+        admit_ok(s, admission).await;
+        s.append_audit(NewAudit {
+            audit_id: format!("au-{id}"),
+            tenant: "t1".into(),
+            actor: "alice".into(),
+            action_label: "action.cancel_requested".into(),
+            occurred_at_ms: T0,
+            data: json!({}),
+            action_id: Some(id.into()),
+            session_id: session.map(Into::into),
+        })
+        .await
+        .unwrap();
+    }
+    for (session, expected) in [
+        (a, vec!["x1", "x3", "x6"]),
+        (b, vec!["x2"]),
+        (short, vec!["x5"]),
+    ] {
+        let actions = ActionQuery {
+            tenant: "t1".into(),
+            session_id: Some(session.into()),
+            ..Default::default()
+        };
+        let mut listed = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let page = s
+                .list_actions(&actions, cursor.as_deref(), Limit::new(2).unwrap())
+                .await
+                .unwrap();
+            if page.items.is_empty() {
+                break;
+            }
+            listed.extend(page.items.into_iter().map(|r| r.action_id));
+            cursor = Some(page.next_cursor);
+        }
+        assert_eq!(listed, expected, "actions of {session}");
+        assert_eq!(
+            s.count_active_actions(&actions).await.unwrap(),
+            expected.len() as u64
+        );
+        let events = EventQuery {
+            tenant: "t1".into(),
+            session_id: Some(session.into()),
+            ..Default::default()
+        };
+        let listed: Vec<_> = s
+            .list_events(&events, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|e| e.event_id)
+            .collect();
+        let want: Vec<_> = expected.iter().map(|id| format!("ev-{id}")).collect();
+        assert_eq!(listed, want, "events of {session}");
+        let audit = AuditQuery {
+            tenant: "t1".into(),
+            session_id: Some(session.into()),
+            ..Default::default()
+        };
+        let listed: Vec<_> = s
+            .list_audit(&audit, None, Limit::max())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|e| e.audit_id)
+            .collect();
+        let want: Vec<_> = expected.iter().map(|id| format!("au-{id}")).collect();
+        assert_eq!(listed, want, "audit of {session}");
+    }
+    let everything = ActionQuery {
+        tenant: "t1".into(),
+        ..Default::default()
+    };
+    assert_eq!(s.count_active_actions(&everything).await.unwrap(), 6);
+}
