@@ -235,29 +235,17 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
             opt_part(q.transaction_id.as_deref()),
         ];
         let page = ListCursor::open(&self.key, CursorKind::Actions, scope, cursor)?;
-        let session = super::session_filter(3, q.session_id.is_some());
-        let found = query(format!(
-            "SELECT seq, action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
-             idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
-             FROM aip_actions WHERE tenant = $1 \
-             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
-             AND {session} \
-             AND (CAST($4 AS TEXT) IS NULL OR state = $4) \
-             AND (CAST($5 AS TEXT) IS NULL OR capability = $5) \
-             AND (CAST($8 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
-                  WHERE l.tenant = aip_actions.tenant AND l.action_id = aip_actions.action_id AND l.transaction_id = $8)) \
-             AND seq > $6 ORDER BY seq LIMIT $7",
-        ))
-        .bind(&q.tenant)
-        .bind(q.principal.as_deref())
-        .bind(q.session_id.as_deref())
-        .bind(q.state.map(|s| s.as_str()))
-        .bind(q.capability.as_deref())
-        .bind(page.after)
-        .bind(limit.as_i64())
-        .bind(q.transaction_id.as_deref())
-        .fetch_all(self.reader())
-        .await?;
+        let found = query(list_actions_sql(q.session_id.is_some()))
+            .bind(&q.tenant)
+            .bind(q.principal.as_deref())
+            .bind(q.session_id.as_deref())
+            .bind(q.state.map(|s| s.as_str()))
+            .bind(q.capability.as_deref())
+            .bind(page.after)
+            .bind(limit.as_i64())
+            .bind(q.transaction_id.as_deref())
+            .fetch_all(self.reader())
+            .await?;
         page.page(&found, "seq", action_record)
     }
 
@@ -479,4 +467,22 @@ fn reservation(r: &Row) -> StoreResult<IdempotencyRecord> {
         created_at_ms: r.try_get("created_at_ms")?,
         expires_at_ms: r.try_get("expires_at_ms")?,
     })
+}
+
+/// The action listing (parameters: tenant, principal, session, state, capability, after, limit,
+/// transaction); the session term only when `session` (see [`super::session_filter`]).
+pub(super) fn list_actions_sql(session: bool) -> String {
+    let session = super::session_filter(3, session);
+    format!(
+        "SELECT seq, action_id, tenant, principal, session_id, capability, correlation_id, mode, state, \
+         idempotency_scope, idempotency_key, input_hash, deadline_ms, created_at_ms, updated_at_ms, version, request, result \
+         FROM aip_actions WHERE tenant = $1 \
+         AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+         AND {session} \
+         AND (CAST($4 AS TEXT) IS NULL OR state = $4) \
+         AND (CAST($5 AS TEXT) IS NULL OR capability = $5) \
+         AND (CAST($8 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
+              WHERE l.tenant = aip_actions.tenant AND l.action_id = aip_actions.action_id AND l.transaction_id = $8)) \
+         AND seq > $6 ORDER BY seq LIMIT $7",
+    )
 }

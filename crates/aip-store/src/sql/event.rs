@@ -80,16 +80,7 @@ impl<D: Dialect> EventStore for SqlStore<D> {
         };
         // Listed by commit-ordered position only (see the dialects' `append_events`), so an event
         // committed later can never slip in behind a cursor.
-        let session = super::session_filter(4, q.session_id.is_some());
-        let sql = format!(
-            "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
-             FROM aip_events WHERE tenant = $1 \
-             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
-             AND (CAST($3 AS TEXT) IS NULL OR action_id = $3) \
-             AND {session}{kind_filter} \
-             AND pos > $5 ORDER BY pos LIMIT $6"
-        );
-        let mut statement = query(sql)
+        let mut statement = query(list_events_sql(q.session_id.is_some(), &kind_filter))
             .bind(&q.tenant)
             .bind(q.principal.as_deref())
             .bind(q.action_id.as_deref())
@@ -307,4 +298,18 @@ fn chunk_record(r: &Row) -> StoreResult<ChunkRecord> {
         data: r.json("data")?,
         created_at_ms: r.try_get("created_at_ms")?,
     })
+}
+
+/// The event listing (parameters: tenant, principal, action, session, after, limit, then the kinds
+/// of `kind_filter`); the session term only when `session` (see [`super::session_filter`]).
+pub(super) fn list_events_sql(session: bool, kind_filter: &str) -> String {
+    let session = super::session_filter(4, session);
+    format!(
+        "SELECT pos, seq, event_id, kind, tenant, principal, session_id, action_id, correlation_id, occurred_at_ms, data \
+         FROM aip_events WHERE tenant = $1 \
+         AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+         AND (CAST($3 AS TEXT) IS NULL OR action_id = $3) \
+         AND {session}{kind_filter} \
+         AND pos > $5 ORDER BY pos LIMIT $6"
+    )
 }

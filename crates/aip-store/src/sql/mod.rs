@@ -182,3 +182,47 @@ pub(crate) fn values_list(rows: usize, cols: usize) -> String {
     }
     sql
 }
+
+#[cfg(test)]
+mod plan_tests {
+    /// SQLite's plan of `sql`, with every parameter bound to `value`.
+    async fn plan(store: &crate::sqlite::SqliteStore, sql: &str, value: &str) -> String {
+        let params = (1..=20).filter(|n| sql.contains(&format!("${n}"))).count();
+        let mut q = crate::db::query(format!("EXPLAIN QUERY PLAN {sql}"));
+        for _ in 0..params {
+            q = q.bind(value.to_owned());
+        }
+        let rows = q.fetch_all(store.reader()).await.unwrap();
+        rows.iter()
+            .map(|r| r.try_get::<String>("detail").unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[tokio::test]
+    async fn session_listings_are_planned_on_the_session_tail_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::sqlite::SqliteStore::open(dir.path().join("aip.db"))
+            .await
+            .unwrap();
+        for (sql, index) in [
+            (
+                super::action::list_actions_sql(true),
+                "aip_actions_by_session_tail",
+            ),
+            (
+                super::event::list_events_sql(true, ""),
+                "aip_events_by_session_tail",
+            ),
+            (
+                super::receipt::list_audit_sql(true),
+                "aip_audit_by_session_tail",
+            ),
+        ] {
+            let plan = plan(&store, &sql, "sess_0123456789abcdef").await;
+            assert!(plan.contains(index), "{index} not in the plan:\n{plan}");
+        }
+        let unfiltered = plan(&store, &super::action::list_actions_sql(false), "t").await;
+        assert!(!unfiltered.contains("session_tail"), "{unfiltered}");
+    }
+}

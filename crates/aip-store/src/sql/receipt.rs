@@ -124,29 +124,18 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         {
             return Err(StoreError::CursorExpired);
         }
-        let session = super::session_filter(6, q.session_id.is_some());
-        let found = query(format!(
-            "SELECT seq, pos, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
-             WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) \
-             AND (CAST($5 AS TEXT) IS NULL OR action_id = $5) \
-             AND {session} \
-             AND (CAST($7 AS BIGINT) IS NULL OR occurred_at_ms >= $7) \
-             AND (CAST($8 AS BIGINT) IS NULL OR occurred_at_ms <= $8) \
-             AND (CAST($9 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
-                  WHERE l.tenant = aip_audit.tenant AND l.action_id = aip_audit.action_id AND l.transaction_id = $9)) \
-             AND pos IS NOT NULL AND pos > $3 ORDER BY pos LIMIT $4",
-        ))
-        .bind(&q.tenant)
-        .bind(q.actor.as_deref())
-        .bind(page.after)
-        .bind(limit.as_i64())
-        .bind(q.action_id.as_deref())
-        .bind(q.session_id.as_deref())
-        .bind(q.from_ms)
-        .bind(q.to_ms)
-        .bind(q.transaction_id.as_deref())
-        .fetch_all(self.reader())
-        .await?;
+        let found = query(list_audit_sql(q.session_id.is_some()))
+            .bind(&q.tenant)
+            .bind(q.actor.as_deref())
+            .bind(page.after)
+            .bind(limit.as_i64())
+            .bind(q.action_id.as_deref())
+            .bind(q.session_id.as_deref())
+            .bind(q.from_ms)
+            .bind(q.to_ms)
+            .bind(q.transaction_id.as_deref())
+            .fetch_all(self.reader())
+            .await?;
         page.page(&found, "pos", audit_record)
     }
 }
@@ -296,4 +285,21 @@ pub(crate) fn bind_audit<'q>(q: crate::db::Stmt<'q>, a: &'q NewAudit) -> crate::
         .bind(Json(&a.data))
         .bind(a.action_id.as_deref())
         .bind(a.session_id.as_deref())
+}
+
+/// The audit listing (parameters: tenant, actor, after, limit, action, session, from, to,
+/// transaction); the session term only when `session` (see [`super::session_filter`]).
+pub(super) fn list_audit_sql(session: bool) -> String {
+    let session = super::session_filter(6, session);
+    format!(
+        "SELECT seq, pos, audit_id, tenant, actor, action_label, occurred_at_ms, data, action_id, session_id FROM aip_audit \
+         WHERE tenant = $1 AND (CAST($2 AS TEXT) IS NULL OR actor = $2) \
+         AND (CAST($5 AS TEXT) IS NULL OR action_id = $5) \
+         AND {session} \
+         AND (CAST($7 AS BIGINT) IS NULL OR occurred_at_ms >= $7) \
+         AND (CAST($8 AS BIGINT) IS NULL OR occurred_at_ms <= $8) \
+         AND (CAST($9 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM aip_transaction_actions l \
+              WHERE l.tenant = aip_audit.tenant AND l.action_id = aip_audit.action_id AND l.transaction_id = $9)) \
+         AND pos IS NOT NULL AND pos > $3 ORDER BY pos LIMIT $4",
+    )
 }
