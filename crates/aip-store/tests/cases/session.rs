@@ -405,63 +405,74 @@ pub async fn a_sessions_rows_are_listed_by_its_id_alone_even_beside_ids_sharing_
         (b, vec!["x2"]),
         (short, vec!["x5"]),
     ] {
-        let actions = ActionQuery {
+        let [actions, events, audit] = session_rows(s, "t1", session).await;
+        assert_eq!(actions, expected, "actions of {session}");
+        let active = ActionQuery {
             tenant: "t1".into(),
             session_id: Some(session.into()),
             ..Default::default()
         };
-        let mut listed = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = s
-                .list_actions(&actions, cursor.as_deref(), Limit::new(2).unwrap())
-                .await
-                .unwrap();
-            if page.items.is_empty() {
-                break;
-            }
-            listed.extend(page.items.into_iter().map(|r| r.action_id));
-            cursor = Some(page.next_cursor);
-        }
-        assert_eq!(listed, expected, "actions of {session}");
         assert_eq!(
-            s.count_active_actions(&actions).await.unwrap(),
+            s.count_active_actions(&active).await.unwrap(),
             expected.len() as u64
         );
-        let events = EventQuery {
-            tenant: "t1".into(),
-            session_id: Some(session.into()),
-            ..Default::default()
-        };
-        let listed: Vec<_> = s
-            .list_events(&events, None, Limit::max())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|e| e.event_id)
-            .collect();
         let want: Vec<_> = expected.iter().map(|id| format!("ev-{id}")).collect();
-        assert_eq!(listed, want, "events of {session}");
-        let audit = AuditQuery {
-            tenant: "t1".into(),
-            session_id: Some(session.into()),
-            ..Default::default()
-        };
-        let listed: Vec<_> = s
-            .list_audit(&audit, None, Limit::max())
-            .await
-            .unwrap()
-            .items
-            .into_iter()
-            .map(|e| e.audit_id)
-            .collect();
+        assert_eq!(events, want, "events of {session}");
         let want: Vec<_> = expected.iter().map(|id| format!("au-{id}")).collect();
-        assert_eq!(listed, want, "audit of {session}");
+        assert_eq!(audit, want, "audit of {session}");
     }
     let everything = ActionQuery {
         tenant: "t1".into(),
         ..Default::default()
     };
     assert_eq!(s.count_active_actions(&everything).await.unwrap(), 6);
+}
+
+/// The ids of session `session`'s actions (read in pages of two), events and audit records.
+pub async fn session_rows(s: &Arc<dyn Store>, tenant: &str, session: &str) -> [Vec<String>; 3] {
+    let actions = ActionQuery {
+        tenant: tenant.into(),
+        session_id: Some(session.into()),
+        ..Default::default()
+    };
+    let mut action_ids = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = s
+            .list_actions(&actions, cursor.as_deref(), Limit::new(2).unwrap())
+            .await
+            .unwrap();
+        if page.items.is_empty() {
+            break;
+        }
+        action_ids.extend(page.items.into_iter().map(|r| r.action_id));
+        cursor = Some(page.next_cursor);
+    }
+    let events = EventQuery {
+        tenant: tenant.into(),
+        session_id: Some(session.into()),
+        ..Default::default()
+    };
+    let event_ids = s
+        .list_events(&events, None, Limit::max())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| e.event_id)
+        .collect();
+    let audit = AuditQuery {
+        tenant: tenant.into(),
+        session_id: Some(session.into()),
+        ..Default::default()
+    };
+    let audit_ids = s
+        .list_audit(&audit, None, Limit::max())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|a| a.audit_id)
+        .collect();
+    [action_ids, event_ids, audit_ids]
 }
