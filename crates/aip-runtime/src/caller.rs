@@ -5,6 +5,8 @@ use serde::Serialize;
 
 /// Grants every scope below, within the caller's own tenant.
 pub const SCOPE_ALL: &str = "*";
+/// The tenant of principals and resources configured without one.
+pub const DEFAULT_TENANT: &str = "default";
 /// Reads every object of the caller's tenant, not only the caller's own.
 pub const SCOPE_READ_TENANT: &str = "read:tenant";
 /// Reads the tenant's audit events (spec 18.3).

@@ -165,13 +165,13 @@ impl Caller {
         {
             return false;
         }
-        // A resource of a tenant is that tenant's: another tenant never sees it (spec 22.6), whatever
-        // `tenant_required` says.
-        if resource
+        // The tenant boundary is absolute (spec 22.6): a resource declared without a tenant is the
+        // default tenant's, and no scope, `*` included, reaches across it.
+        let tenant = resource
             .tenant_id
             .as_ref()
-            .is_some_and(|t| *t != self.tenant)
-        {
+            .map_or(crate::caller::DEFAULT_TENANT, |t| t.as_str());
+        if tenant != self.tenant {
             return false;
         }
         // A resource a capability owns is seen only by those who may invoke that capability.
@@ -182,22 +182,24 @@ impl Caller {
         {
             return false;
         }
-        if self.scopes.iter().any(|s| s == SCOPE_ALL) {
-            return true;
-        }
         let Some(access) = &resource.access else {
             // No policy: only principals holding every scope.
-            return false;
+            return self.has(SCOPE_ALL);
         };
-        access.public
+        if access.public
             || access
                 .allowed_principals
                 .iter()
                 .any(|p| p.as_str() == self.id)
-            || access
-                .required_scopes
-                .iter()
-                .any(|s| self.scopes.contains(s))
+            || access.required_scopes.iter().any(|s| self.has(s))
+        {
+            return true;
+        }
+        // `*` stands for every scope, so it meets a scope-only policy; it never widens an explicit
+        // list of principals (spec 9.7: the read policy binds every principal).
+        access.allowed_principals.is_empty()
+            && !access.required_scopes.is_empty()
+            && self.has(SCOPE_ALL)
     }
 }
 

@@ -45,6 +45,7 @@ async fn node(dir: &Path) -> Arc<Runtime> {
         inline(json!({ "id": "res:ops", "name": "Ops runbook", "kind": "runbook", "tenant_id": "t", "access": { "required_scopes": ["ops:read"] } }), "runbook"),
         inline(json!({ "id": "res:nopolicy", "name": "Admins only", "tenant_id": "t" }), "secret"),
         inline(json!({ "id": "res:other", "name": "Other tenant", "tenant_id": "u", "access": { "public": true } }), "u's"),
+        inline(json!({ "id": "res:untenanted", "name": "Default tenant's", "access": { "public": true } }), "default's"),
         inline(json!({ "id": "res:expired", "name": "Gone", "tenant_id": "t", "access": { "public": true }, "expires_at": "2020-01-01T00:00:00Z" }), "old"),
         inline(json!({ "id": "res:echo", "name": "Echo notes", "capability_id": "cap:demo:echo", "tenant_id": "t", "access": { "public": true } }), "echo's"),
         ResourceEntry::file(resource(json!({ "id": "res:guide", "name": "Guide", "kind": "doc", "mime_type": "text/markdown", "tenant_id": "t", "access": { "public": true } })), &root, Path::new("guide.md")).unwrap(),
@@ -102,6 +103,48 @@ async fn read(runtime: &Arc<Runtime>, caller: &Caller, body: Value) -> (u16, Val
 }
 
 #[tokio::test]
+async fn a_star_scope_never_widens_a_principal_list_nor_crosses_a_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = node(dir.path()).await;
+    // `*` in the resource's own tenant: not alice, so not alice's resource, listed or read.
+    assert!(
+        !ids(&runtime, &admin(), json!({}))
+            .await
+            .contains(&"res:alice".to_owned())
+    );
+    let (status, reply) = read(&runtime, &admin(), json!({ "resource_id": "res:alice" })).await;
+    assert_eq!(
+        (status, code(&reply)),
+        (404, "aip.core.not_found"),
+        "{reply}"
+    );
+    // `*` in another tenant sees only that tenant's resources.
+    let foreign_root = support::caller("root", "u", &["*"]);
+    assert_eq!(ids(&runtime, &foreign_root, json!({})).await, ["res:other"]);
+    for id in ["res:alice", "res:public", "res:nopolicy", "res:untenanted"] {
+        let (status, reply) = read(&runtime, &foreign_root, json!({ "resource_id": id })).await;
+        assert_eq!(
+            (status, code(&reply)),
+            (404, "aip.core.not_found"),
+            "{id}: {reply}"
+        );
+    }
+    // A resource declared without a tenant is the default tenant's, and only its.
+    let default_reader = support::caller("dora", "default", &[]);
+    assert_eq!(
+        ids(&runtime, &default_reader, json!({})).await,
+        ["res:untenanted"]
+    );
+    let (status, reply) = read(
+        &runtime,
+        &default_reader,
+        json!({ "resource_id": "res:untenanted" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+}
+
+#[tokio::test]
 async fn a_principal_sees_only_the_resources_its_policy_allows_and_nothing_of_the_rest() {
     let dir = tempfile::tempdir().unwrap();
     let runtime = node(dir.path()).await;
@@ -122,7 +165,6 @@ async fn a_principal_sees_only_the_resources_its_policy_allows_and_nothing_of_th
     assert_eq!(
         ids(&runtime, &admin(), json!({})).await,
         [
-            "res:alice",
             "res:echo",
             "res:guide",
             "res:logo",
