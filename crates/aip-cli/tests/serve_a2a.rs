@@ -61,6 +61,7 @@ name = "Charge"
 kind = "tool"
 input_schema = {{ type = "object" }}
 handler = {{ type = "http", url = "http://127.0.0.1:9/charge", timeout_ms = 400 }}
+policy = {{ allow_without_approval = true }}
 [capabilities.contract]
 side_effects = ["financial"]
 idempotency = {{ requirement = "required", collision_behavior = "reject_conflict", key_scope = "external_account" }}

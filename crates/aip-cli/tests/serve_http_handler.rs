@@ -105,6 +105,7 @@ name = "Charge"
 kind = "tool"
 input_schema = {{ type = "object" }}
 handler = {{ type = "http", url = "{base}/charge", timeout_ms = 400 }}
+policy = {{ allow_without_approval = true }}
 [capabilities.contract]
 {CONTRACT_WRITE}
 "#,
@@ -417,6 +418,7 @@ name = "Pay"
 kind = "tool"
 input_schema = {{ type = "object" }}
 handler = {{ type = "http", url = "{base}/pay", timeout_ms = 400{reconcile} }}
+policy = {{ allow_without_approval = true }}
 [capabilities.contract]
 {CONTRACT_TX}
 "#,

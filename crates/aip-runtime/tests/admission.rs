@@ -30,11 +30,9 @@ fn contract(side_effects: &[&str], streaming: bool, cancel: bool) -> serde_json:
     })
 }
 
-#[tokio::test]
-async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
-    let (_dir, store) = store().await;
-    let registry = Registry::admit(demo_capabilities(store)).unwrap();
-    let admin = Caller {
+/// A human holding every scope of tenant `t`.
+fn admin() -> Caller {
+    Caller {
         id: "admin".into(),
         kind: aip_core::PrincipalKind::Human,
         tenant: "t".into(),
@@ -44,7 +42,14 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
         roles: Vec::new(),
         groups: Vec::new(),
         approval_policies: Vec::new(),
-    };
+    }
+}
+
+#[tokio::test]
+async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
+    let (_dir, store) = store().await;
+    let registry = Registry::admit(demo_capabilities(store)).unwrap();
+    let admin = admin();
     let agent = aip_runtime::registry::agent_principal("agent:x", "x");
     let manifest = registry.manifest(&agent, &admin, json!({}), None, (&[], &[]));
     let ids: Vec<&str> = manifest
@@ -135,4 +140,41 @@ fn capability_schemas_beyond_the_schema_bounds_are_refused_with_a_typed_code() {
     cap.output_schema = Some(json!({ "type": "string", "description": "x".repeat(300_000) }));
     let err = Registry::admit(vec![(cap, echo)]).unwrap_err();
     assert!(err.to_string().contains("aip.schema.too_large"), "{err}");
+}
+
+#[test]
+fn a_high_stakes_capability_without_an_approval_policy_is_refused_unless_the_operator_allows_it() {
+    let echo: Arc<dyn ActionHandler> = Arc::new(EchoHandler);
+    let mut contract = contract(&["read"], false, false);
+    // Spec 22.5: money, identity, health and legal effects, and critical risk, need more than an
+    // invoke scope.
+    for effect in ["financial", "identity", "medical", "legal"] {
+        contract["side_effects"] = json!(["read", effect]);
+        let err = Registry::admit(vec![(capability(contract.clone()), Arc::clone(&echo))]);
+        assert!(
+            matches!(err, Err(AdmissionError::Ungoverned { .. })),
+            "{effect}: {err:?}"
+        );
+    }
+    contract["side_effects"] = json!(["read"]);
+    let mut critical = capability(contract.clone());
+    critical.risk = Some(aip_core::RiskLevel::Critical);
+    let err = Registry::admit(vec![(critical.clone(), Arc::clone(&echo))]).unwrap_err();
+    assert!(err.to_string().contains("critical"), "{err}");
+    // The operator's explicit choice admits it, and the manifest says so.
+    let mut entry: aip_runtime::registry::CapabilityEntry = (critical, Arc::clone(&echo)).into();
+    entry.allow_without_approval = true;
+    let registry = Registry::admit(vec![entry]).unwrap();
+    let admin = admin();
+    let agent = aip_runtime::registry::agent_principal("agent:x", "x");
+    let manifest = registry.manifest(&agent, &admin, json!({}), None, (&[], &[]));
+    assert_eq!(
+        manifest.governance.unwrap()["allowed_without_approval"],
+        json!(["cap:t"])
+    );
+    // An approval policy governs it without any such choice.
+    contract["side_effects"] = json!(["write", "financial"]);
+    contract["approval"] = json!({ "required": true, "approver_selector": { "type": "role", "name": "approver" },
+        "rule": { "operator": "role", "name": "approver" }, "minimum_distinct_principals": 1 });
+    assert!(Registry::admit(vec![(capability(contract), echo)]).is_ok());
 }

@@ -577,6 +577,7 @@ fn configured_capability(
         handler,
         approval_tiers,
         approval_excluded_roles: entry.approval_excluded_roles.clone(),
+        allow_without_approval: entry.policy.allow_without_approval,
     })
 }
 

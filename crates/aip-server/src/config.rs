@@ -330,9 +330,23 @@ pub struct CapabilityConfig {
     /// duties, spec 12.1); a principal holding one is refused with `aip.policy.separation_of_duties`.
     #[serde(default)]
     pub approval_excluded_roles: Vec<String>,
+    /// Operator choices about how the capability is authorized.
+    #[serde(default)]
+    pub policy: CapabilityPolicyConfig,
     /// The manifest `Capability` object (id, name, kind, input_schema, output_schema, risk, contract...).
     #[serde(flatten)]
     pub capability: serde_json::Map<String, Value>,
+}
+
+/// `[capabilities.policy]`: authorization choices the operator states explicitly.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityPolicyConfig {
+    /// Run a high-stakes capability (risk `critical`, or financial, identity, medical or legal
+    /// effects) on an invoke scope alone, without any approval (spec 22.5); the manifest's
+    /// governance lists it under `allowed_without_approval`.
+    #[serde(default)]
+    pub allow_without_approval: bool,
 }
 
 /// One approval tier of a configured capability.
@@ -395,7 +409,19 @@ pub enum ConfigError {
     /// A value is out of its documented range.
     #[error("configuration: {0}")]
     Invalid(String),
+    /// A key's value is outside the bound the spec section it implements allows.
+    #[error("configuration: {key} {rule}")]
+    OutOfBounds {
+        /// The key, as written in the file (`section.key`).
+        key: &'static str,
+        /// The bound it breaks, with the value given.
+        rule: String,
+    },
 }
+
+/// Largest `security.max_clock_skew_ms`: beyond 15 minutes a replayed envelope stays fresh too
+/// long (spec 22.3).
+pub const MAX_CLOCK_SKEW_MS: u64 = 15 * 60 * 1000;
 
 impl Config {
     /// Load from an optional TOML file, then apply `AIP_*` environment overrides.
@@ -430,6 +456,31 @@ impl Config {
         Ok(figment)
     }
 
+    /// Spec 22.3: freshness needs a bounded skew, and a replay window that covers it (a message
+    /// id forgotten while its `sent_at` is still fresh could be replayed).
+    fn check_security(&self) -> Result<(), ConfigError> {
+        let s = &self.security;
+        if s.max_clock_skew_ms == 0 || s.max_clock_skew_ms > MAX_CLOCK_SKEW_MS {
+            return Err(ConfigError::OutOfBounds {
+                key: "security.max_clock_skew_ms",
+                rule: format!(
+                    "must be within 1..={MAX_CLOCK_SKEW_MS} (15 minutes), not {}",
+                    s.max_clock_skew_ms
+                ),
+            });
+        }
+        if s.replay_window_ms == 0 || s.replay_window_ms < s.max_clock_skew_ms {
+            return Err(ConfigError::OutOfBounds {
+                key: "security.replay_window_ms",
+                rule: format!(
+                    "must be > 0 and at least security.max_clock_skew_ms ({}), not {}",
+                    s.max_clock_skew_ms, s.replay_window_ms
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// Range checks that serde cannot express.
     pub fn check(&self) -> Result<(), ConfigError> {
         let mut seen = std::collections::HashSet::new();
@@ -453,6 +504,7 @@ impl Config {
                 )));
             }
         }
+        self.check_security()?;
         let l = &self.limits;
         if l.max_list_limit == 0 || l.max_list_limit > 1000 {
             return Err(ConfigError::Invalid(
@@ -693,7 +745,7 @@ fn default_lease_ms() -> u64 {
     30_000
 }
 fn default_tenant() -> String {
-    "default".into()
+    aip_runtime::caller::DEFAULT_TENANT.into()
 }
 fn default_kind() -> aip_core::PrincipalKind {
     aip_core::PrincipalKind::Service
@@ -723,6 +775,29 @@ mod tests {
         assert_eq!(config.listen, default_listen());
         assert_eq!(config.limits.max_list_limit, 1000);
         assert!(config.admin.enabled);
+    }
+
+    #[test]
+    fn clock_skew_and_replay_window_outside_their_bounds_are_refused_naming_the_key() {
+        let refused = |skew: u64, window: u64| {
+            let mut config = Config::default();
+            config.security.max_clock_skew_ms = skew;
+            config.security.replay_window_ms = window;
+            match config.check() {
+                Err(ConfigError::OutOfBounds { key, .. }) => Some(key),
+                Ok(()) => None,
+                Err(other) => panic!("{other}"),
+            }
+        };
+        assert_eq!(refused(300_000, 600_000), None);
+        assert_eq!(refused(MAX_CLOCK_SKEW_MS, MAX_CLOCK_SKEW_MS), None);
+        assert_eq!(
+            refused(MAX_CLOCK_SKEW_MS + 1, 10 * MAX_CLOCK_SKEW_MS),
+            Some("security.max_clock_skew_ms")
+        );
+        assert_eq!(refused(0, 600_000), Some("security.max_clock_skew_ms"));
+        assert_eq!(refused(300_000, 0), Some("security.replay_window_ms"));
+        assert_eq!(refused(300_000, 299_999), Some("security.replay_window_ms"));
     }
 
     #[test]
@@ -828,6 +903,9 @@ mod tests {
             }),
             ("AIP_LIMITS__WS_MAX_STREAMS", "4", |c| {
                 c.limits.ws_max_streams == 4
+            }),
+            ("AIP_LIMITS__RECONCILE_AFTER_MS", "2500", |c| {
+                c.limits.reconcile_after_ms == 2_500
             }),
             ("AIP_ADMIN__ENABLED", "false", |c| !c.admin.enabled),
             ("AIP_ADMIN__TENANT", "ops", |c| c.admin.tenant == "ops"),

@@ -318,6 +318,7 @@ pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
                         handler,
                         approval_tiers,
                         approval_excluded_roles: Vec::new(),
+                        allow_without_approval: false,
                     })
                 }
                 Err(err) => {

@@ -62,6 +62,7 @@ pub fn capabilities(store: &Arc<dyn Store>) -> Vec<CapabilityEntry> {
     for (value, handler) in decoded {
         match serde_json::from_value::<Capability>(value) {
             Ok(capability) => {
+                let refund = capability.id.as_str() == REFUND;
                 let approval_tiers = if capability.id.as_str() == PAYMENT {
                     payment_tiers()
                 } else {
@@ -72,6 +73,9 @@ pub fn capabilities(store: &Arc<dyn Store>) -> Vec<CapabilityEntry> {
                     handler,
                     approval_tiers,
                     approval_excluded_roles: Vec::new(),
+                    // The refund runs only as the compensation of a payment (whose large commits
+                    // are approved); the contract says compensation needs no approval of its own.
+                    allow_without_approval: refund,
                 });
             }
             // Fixed literals: a failure is a wire-model change, caught by the demo tests.

@@ -32,6 +32,9 @@ pub struct AdmittedCapability {
     pub approval_tiers: Vec<ApprovalTier>,
     /// Roles that may not approve this capability's actions, whichever tier applies (sorted).
     pub approval_excluded_roles: Vec<String>,
+    /// The operator stated that this high-stakes capability runs without any approval (spec 22.5):
+    /// shown in the manifest's governance.
+    pub allow_without_approval: bool,
 }
 
 /// A capability to admit: its manifest entry, its handler, and approval tiers evaluated before the
@@ -45,6 +48,8 @@ pub struct CapabilityEntry {
     pub approval_tiers: Vec<ApprovalTier>,
     /// Roles that may not approve, whichever tier applies (separation of duties, spec 12.1).
     pub approval_excluded_roles: Vec<String>,
+    /// Admit a capability that [`needs_approval_policy`] without one: an explicit operator choice.
+    pub allow_without_approval: bool,
 }
 
 impl From<(Capability, Arc<dyn ActionHandler>)> for CapabilityEntry {
@@ -54,6 +59,7 @@ impl From<(Capability, Arc<dyn ActionHandler>)> for CapabilityEntry {
             handler,
             approval_tiers: Vec::new(),
             approval_excluded_roles: Vec::new(),
+            allow_without_approval: false,
         }
     }
 }
@@ -150,6 +156,18 @@ pub enum AdmissionError {
         /// What does not match.
         reason: String,
     },
+    /// A critical capability, or one with financial, identity, medical or legal effects, has no
+    /// approval policy and the operator did not state that it runs without one (spec 22.5, 9.6).
+    #[error(
+        "capability {id}: {why} needs an approval policy (approval_tiers or the contract's \
+         approval), or `policy.allow_without_approval = true` to run it on an invoke scope alone"
+    )]
+    Ungoverned {
+        /// The capability id.
+        id: String,
+        /// What makes it high-stakes.
+        why: String,
+    },
 }
 
 impl Registry {
@@ -176,6 +194,7 @@ impl Registry {
                 handler,
                 approval_tiers,
                 mut approval_excluded_roles,
+                allow_without_approval,
             } = entry;
             let id = capability.id.as_str().to_owned();
             let violations = Checker::check(&capability);
@@ -222,7 +241,14 @@ impl Registry {
                 output_schema,
                 approval_tiers,
                 approval_excluded_roles,
+                allow_without_approval,
             };
+            if let Some(why) = needs_approval_policy(&admitted.capability)
+                && !admitted.requires_approval()
+                && !admitted.allow_without_approval
+            {
+                return Err(AdmissionError::Ungoverned { id, why });
+            }
             if by_id.insert(id.clone(), Arc::new(admitted)).is_some() {
                 return Err(AdmissionError::Duplicate(id));
             }
@@ -317,12 +343,51 @@ impl Registry {
         if !excluded.is_empty() {
             governance["approval_excluded_roles"] = Value::Object(excluded);
         }
+        // High-stakes capabilities the operator runs without approval, said where clients look.
+        let ungoverned: Vec<&str> = visible
+            .iter()
+            .filter(|c| {
+                c.allow_without_approval
+                    && !c.requires_approval()
+                    && needs_approval_policy(&c.capability).is_some()
+            })
+            .map(|c| c.capability.id.as_str())
+            .collect();
+        if !ungoverned.is_empty() {
+            governance["allowed_without_approval"] = json!(ungoverned);
+        }
         manifest.governance = Some(governance);
         manifest.limits = Some(limits);
         manifest.security =
             Some(json!({ "authentication": ["bearer"], "signatures": ["ed25519-did-key"] }));
         manifest
     }
+}
+
+/// Why `capability` may not run on an invoke scope alone (spec 22.5: authorization weighs risk
+/// and side effects): `critical` risk, or an effect on money, identity, health or legal standing.
+pub fn needs_approval_policy(capability: &Capability) -> Option<String> {
+    if capability.risk == Some(aip_core::RiskLevel::Critical) {
+        return Some("risk `critical`".into());
+    }
+    let effects = capability.contract.as_ref()?.side_effects.iter();
+    let grave: Vec<&SideEffect> = effects
+        .filter(|e| {
+            matches!(
+                e,
+                SideEffect::Financial
+                    | SideEffect::Identity
+                    | SideEffect::Medical
+                    | SideEffect::Legal
+            )
+        })
+        .collect();
+    let first = grave.first()?;
+    let name = serde_json::to_value(first)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    Some(format!("the side effect `{name}`"))
 }
 
 /// The provider principal of the manifest.

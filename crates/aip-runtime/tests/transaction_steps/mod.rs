@@ -105,6 +105,13 @@ pub async fn node_reconciling(path: &Path, reconcile_after_ms: u64) -> Arc<Runti
     for c in [approver(), alice()] {
         config.directory.insert(c.id.clone(), c.resolver_keys());
     }
+    // The test variants pay without approval tiers: an explicit choice (spec 22.5).
+    for e in entries
+        .iter_mut()
+        .filter(|e| e.capability.id.as_str().starts_with("cap:t:"))
+    {
+        e.allow_without_approval = true;
+    }
     let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
     runtime.start().await.unwrap();
     runtime
