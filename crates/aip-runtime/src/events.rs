@@ -104,6 +104,10 @@ impl Runtime {
     }
 }
 
+/// The member of an audit record's stored data that keeps its actor's principal kind (spec 18.3:
+/// the actor as it is, a human shown as a human); reads move it back into the event's actor.
+pub(crate) const ACTOR_KIND: &str = "actor_kind";
+
 /// An audit event of `caller`'s request, for a store write that appends it (alone or with the
 /// transition it records).
 pub(crate) fn new_audit(
@@ -113,6 +117,13 @@ pub(crate) fn new_audit(
     data: Value,
     (action_id, session_id): (Option<&str>, Option<&str>),
 ) -> NewAudit {
+    let mut data = data;
+    if let Value::Object(fields) = &mut data {
+        fields.insert(
+            ACTOR_KIND.into(),
+            serde_json::to_value(caller.kind).unwrap_or(Value::Null),
+        );
+    }
     NewAudit {
         audit_id: aip_core::generate_with_prefix("aud_"),
         tenant: caller.tenant.clone(),

@@ -236,3 +236,37 @@ async fn a_scripted_session_of_actions_denials_and_an_export_leaves_exactly_its_
     let got: Vec<(&str, &str)> = got.iter().map(|(l, c)| (l.as_str(), c.as_str())).collect();
     assert_eq!(got, expected);
 }
+
+#[tokio::test]
+async fn an_audit_event_names_its_actor_with_the_actors_own_kind() {
+    let h = support::Harness::start().await;
+    let mut human = support::caller("ann", "t", &["invoke:*"]);
+    human.kind = aip_core::PrincipalKind::Human;
+    let service = support::caller("svc:bot", "t", &["invoke:*"]);
+    for caller in [&human, &service] {
+        let (status, reply) = send(
+            &h.runtime,
+            caller,
+            &envelope(
+                "aip.core.v1.action",
+                json!({ "action": { "id": support::id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": {} } }),
+            ),
+        )
+        .await;
+        assert_eq!(status, 200, "{reply}");
+    }
+    let auditor = support::caller("svc:auditor", "t", &["audit:read"]);
+    let (status, reply) = send(&h.runtime, &auditor, &audit(json!({ "limit": 1000 }))).await;
+    assert_eq!(status, 200, "{reply}");
+    let events = reply["body"]["audit_query_result"]["events"]
+        .as_array()
+        .unwrap();
+    let kind_of = |id: &str| {
+        let e = events.iter().find(|e| e["actor"]["id"] == id).unwrap();
+        // The kind is the actor's, not a copy in the event's data.
+        assert!(e["data"].get("actor_kind").is_none(), "{e}");
+        e["actor"]["kind"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(kind_of("ann"), "human");
+    assert_eq!(kind_of("svc:bot"), "service");
+}

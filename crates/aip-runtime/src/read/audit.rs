@@ -60,13 +60,14 @@ impl Runtime {
             .items
             .iter()
             .map(|a| {
+                let (kind, data) = actor_kind(&a.data);
                 Ok(AuditEvent {
                     id: a.audit_id.clone(),
-                    actor: bare_principal(&a.actor, PrincipalKind::Service),
+                    actor: bare_principal(&a.actor, kind),
                     identity: None,
                     action: a.action_label.clone(),
                     occurred_at: views::ts(a.occurred_at_ms)?,
-                    data: Some(a.data.clone()),
+                    data: Some(data),
                 })
             })
             .collect::<Result<Vec<_>, RuntimeError>>()?;
@@ -112,4 +113,16 @@ impl Runtime {
             cursor: Some(page.next_cursor),
         })
     }
+}
+
+/// The actor's kind kept in a stored audit record's data, and the data without it. Records written
+/// before the kind was kept name none: their actors were services.
+fn actor_kind(stored: &serde_json::Value) -> (PrincipalKind, serde_json::Value) {
+    let mut data = stored.clone();
+    let kind = data
+        .as_object_mut()
+        .and_then(|d| d.remove(crate::events::ACTOR_KIND))
+        .and_then(|k| serde_json::from_value(k).ok())
+        .unwrap_or(PrincipalKind::Service);
+    (kind, data)
 }
