@@ -1,4 +1,4 @@
-//! Retention through the binary (`[retention]`, spec 16.2, issue 20): the housekeeping job on the
+//! Retention through the binary (`[retention]`, spec 16.2): the housekeeping job on the
 //! generic worker purges events and the chunks of ended actions past their retention; a cursor that
 //! points into purged history is refused with `aip.read.cursor_expired` (410) rather than silently
 //! skipping it; the action record, its receipts and the audit log stay.
@@ -92,7 +92,7 @@ async fn receipts_and_audit_past_retention_are_archived_signed_before_they_are_p
         &config,
         format!(
             "[retention]\naudit_secs = 1\nreceipts_secs = 1\npurge_interval_secs = 1\n\
-             archive_dir = \"archive\"\n\n[[principals]]\nid = \"svc:bob\"\n\
+             archive_dir = \"archive\"\narchive_min_records = 1\n\n[[principals]]\nid = \"svc:bob\"\n\
              scopes = [\"invoke:cap:demo:echo\"]\ntoken_file = \"{}\"\n",
             bob.display()
         ),
@@ -220,6 +220,85 @@ async fn receipts_and_audit_past_retention_are_archived_signed_before_they_are_p
         .await;
     assert_eq!(status, 200, "{about}");
     assert_eq!(about["events"], json!([]), "{about}");
+}
+
+#[tokio::test]
+async fn evidence_is_archived_in_batches_so_the_purges_own_audit_event_does_not_make_an_archive_every_period()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        "[retention]\naudit_secs = 1\npurge_interval_secs = 1\narchive_dir = \"archive\"\n\
+         archive_min_records = 3\narchive_max_wait_secs = 3600\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let server = Server::start(&data, Some(&config), &[]);
+    let admin = server.admin();
+    let archives = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(data.join("archive"))
+            .map(|d| {
+                d.map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    // One admission is one audit event: below the batch, so nothing is archived yet.
+    let (status, reply) = admin
+        .act(json!({ "id": support::id("act_"), "capability_id": "cap:demo:echo", "input": {} }))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    support::pause(3_000).await;
+    assert!(archives().is_empty(), "{:?}", archives());
+    // Three more fill a batch: one archive holds them.
+    for _ in 0..3 {
+        let (status, reply) = admin
+            .act(
+                json!({ "id": support::id("act_"), "capability_id": "cap:demo:echo", "input": {} }),
+            )
+            .await;
+        assert_eq!(status, 200, "{reply}");
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while archives().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no archive was written"
+        );
+        support::pause(200).await;
+    }
+    // Several periods later the purge's own `retention.purged` event is due, alone: it waits for
+    // a batch instead of becoming an archive of one record per period.
+    support::pause(4_000).await;
+    let written = archives();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&written[0]).unwrap()).unwrap();
+    assert!(doc["audit"].as_array().unwrap().len() >= 3, "{doc}");
+    let (status, audit) = admin.get("/aip/v1/audit/events?limit=1000").await;
+    assert_eq!(status, 200, "{audit}");
+    let purges = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "retention.purged")
+        .count();
+    assert_eq!(purges, 1, "{audit}");
+}
+
+#[test]
+fn evidence_retention_batch_bounds_are_checked_at_startup() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        "[retention]\naudit_secs = 60\narchive_dir = \"a\"\narchive_min_records = 0\n",
+    )
+    .unwrap();
+    let err = support::serve_refused(&dir.path().join("data"), &config);
+    assert!(err.contains("archive_min_records"), "{err}");
 }
 
 #[test]

@@ -37,6 +37,13 @@ pub struct RetentionConfig {
     /// Purge audit events and receipts without an archive: evidence is then gone for good.
     #[serde(default)]
     pub purge_unarchived: bool,
+    /// Archive once at least this many records (audit events + receipt chains) are due
+    /// (1..=5000) ...
+    #[serde(default = "default_archive_min_records")]
+    pub archive_min_records: u32,
+    /// ... or once the oldest due record has waited this many seconds (0..=315360000).
+    #[serde(default = "default_archive_max_wait_secs")]
+    pub archive_max_wait_secs: u64,
 }
 
 impl Default for RetentionConfig {
@@ -49,12 +56,22 @@ impl Default for RetentionConfig {
             receipts_secs: None,
             archive_dir: None,
             purge_unarchived: false,
+            archive_min_records: default_archive_min_records(),
+            archive_max_wait_secs: default_archive_max_wait_secs(),
         }
     }
 }
 
 fn default_interval() -> u64 {
     RetentionPolicy::default().interval_ms / 1000
+}
+
+fn default_archive_min_records() -> u32 {
+    RetentionPolicy::default().archive_min_records
+}
+
+fn default_archive_max_wait_secs() -> u64 {
+    RetentionPolicy::default().archive_max_wait_ms / 1000
 }
 
 impl RetentionConfig {
@@ -80,6 +97,16 @@ impl RetentionConfig {
                 "retention: events_secs, chunks_secs, audit_secs and receipts_secs must be \
                  1..=315360000 (or unset to keep)"
                     .into(),
+            ));
+        }
+        if !(1..=5_000).contains(&self.archive_min_records) {
+            return Err(ConfigError::Invalid(
+                "retention: archive_min_records must be 1..=5000".into(),
+            ));
+        }
+        if self.archive_max_wait_secs > 315_360_000 {
+            return Err(ConfigError::Invalid(
+                "retention: archive_max_wait_secs must be at most 315360000".into(),
             ));
         }
         let evidence = self.audit_secs.is_some() || self.receipts_secs.is_some();
@@ -109,6 +136,8 @@ impl RetentionConfig {
             receipts_ms: self.receipts_secs.map(|s| s * 1000),
             archive_dir: self.archive_dir.as_ref().map(|d| data_dir.join(d)),
             purge_unarchived: self.purge_unarchived,
+            archive_min_records: self.archive_min_records,
+            archive_max_wait_ms: self.archive_max_wait_secs * 1000,
         }
     }
 }

@@ -50,7 +50,7 @@ impl Runtime {
         };
         for _ in 0..MAX_ARCHIVES_PER_RUN {
             let due = self.store().due_evidence(cutoffs).await?;
-            if due.is_empty() {
+            if due.is_empty() || !batch_ready(&due, policy, now) {
                 break;
             }
             let chains = due
@@ -135,6 +135,37 @@ impl Runtime {
     }
 }
 
+/// Whether `due` makes an archive now: it is large enough, or its oldest record has been past
+/// retention for the policy's longest wait. A batch that fills one archive is always ready.
+fn batch_ready(due: &DueEvidence, policy: &super::RetentionPolicy, now: i64) -> bool {
+    let records = due.audit.len() + due.chains.len();
+    if records >= policy.archive_min_records as usize
+        || due.audit.len() >= MAX_AUDIT_PER_ARCHIVE as usize
+        || due.chains.len() >= MAX_CHAINS_PER_ARCHIVE as usize
+    {
+        return true;
+    }
+    let wait = i64::try_from(policy.archive_max_wait_ms).unwrap_or(i64::MAX);
+    // When each record became due: its time plus its retention (a chain by its last receipt,
+    // which is written when its action ends).
+    let due_at = |at: i64, keep: Option<u64>| {
+        at.saturating_add(keep.map_or(0, |ms| i64::try_from(ms).unwrap_or(i64::MAX)))
+    };
+    let audit = due
+        .audit
+        .iter()
+        .map(|a| due_at(a.occurred_at_ms, policy.audit_ms));
+    let chains = due.chains.iter().filter_map(|c| {
+        c.receipts
+            .last()
+            .map(|r| due_at(r.created_at_ms, policy.receipts_ms))
+    });
+    audit
+        .chain(chains)
+        .min()
+        .is_some_and(|first| first.saturating_add(wait) <= now)
+}
+
 /// Temporary file, sync, rename, directory sync: the archive is whole on disk or absent.
 fn write_durably(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
@@ -210,6 +241,7 @@ fn purge_audit(
             data: json!({
                 "audit_events": events, "receipt_chains": chains,
                 "archive": archive, "archive_sha256": sha,
+                (crate::events::ACTOR_KIND): "system",
             }),
         })
         .collect()

@@ -43,6 +43,12 @@ pub struct RetentionPolicy {
     pub archive_dir: Option<PathBuf>,
     /// Purge evidence without writing an archive (an explicit, separate choice).
     pub purge_unarchived: bool,
+    /// An archive is written once at least this many records (audit events and receipt chains)
+    /// are due, or once the oldest due record has waited [`Self::archive_max_wait_ms`]: so the
+    /// purge's own audit event does not become a one-record archive every period.
+    pub archive_min_records: u32,
+    /// How long a due record waits at most for a batch to fill.
+    pub archive_max_wait_ms: u64,
 }
 
 impl Default for RetentionPolicy {
@@ -55,6 +61,8 @@ impl Default for RetentionPolicy {
             receipts_ms: None,
             archive_dir: None,
             purge_unarchived: false,
+            archive_min_records: 1_000,
+            archive_max_wait_ms: 86_400_000,
         }
     }
 }
