@@ -443,3 +443,57 @@ async fn a_sync_action_whose_client_disconnects_runs_to_completion_and_its_resul
     assert_eq!(view["state"], "completed", "{view}");
     assert_eq!(view["result"]["output"], json!({ "slept_ms": 1500 }));
 }
+
+#[tokio::test]
+async fn a_path_segment_that_is_not_utf8_gets_the_typed_json_error_on_every_route() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("data"), None, &[]);
+    let admin = server.admin();
+    let bad = "%00%ff";
+    let gets = [
+        "/aip/v1/actions/{}",
+        "/aip/v1/actions/{}/result",
+        "/aip/v1/actions/{}/events",
+        "/aip/v1/actions/{}/chunks",
+        "/aip/v1/approvals/{}",
+        "/aip/v1/approvals/{}/decisions",
+        "/aip/v1/callback-deliveries/{}",
+        "/aip/v1/callbacks/{}",
+        "/aip/v1/conversations/{}",
+        "/aip/v1/conversations/{}/messages",
+        "/aip/v1/escalations/{}",
+        "/aip/v1/receipts/{}",
+        "/aip/v1/receipts/by-receipt/{}",
+        "/aip/v1/resources/{}",
+        "/aip/v1/sessions/{}",
+        "/aip/v1/settlements/{}",
+        "/aip/v1/transactions/{}",
+        "/aip/v1/transactions/by-plan/{}",
+        "/aip/v1/transactions/by-action/{}",
+    ];
+    let posts = [
+        "/aip/v1/actions/{}/cancel",
+        "/aip/v1/approvals/{}/decision",
+        "/aip/v1/callbacks/{}/redrive",
+        "/aip/v1/escalations/{}/resolution",
+        "/aip/v1/sessions/{}/cancel",
+        "/aip/v1/sessions/{}/close",
+        "/aip/v1/sessions/{}/resume",
+    ];
+    for route in gets {
+        let (status, reply) = admin.get(&route.replace("{}", bad)).await;
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (400, Some("aip.read.invalid_query")),
+            "GET {route}: {reply}"
+        );
+    }
+    for route in posts {
+        let (status, reply) = admin.post(&route.replace("{}", bad), &json!({})).await;
+        assert_eq!(
+            (status, reply["error"]["code"].as_str()),
+            (400, Some("aip.read.invalid_query")),
+            "POST {route}: {reply}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! `callback_delivery_list_request` and `callback_delivery_query_request` reads; and the operator's
 //! `POST /aip/v1/callbacks/{delivery_id}/redrive`.
 
+use super::PathId;
 use aip_core::{CallbackDeliveryListRequest, CallbackDeliveryQueryRequest, CallbackDeliveryStatus};
 
 use super::*;
@@ -59,7 +60,7 @@ pub(super) async fn deliveries(
 pub(super) async fn delivery(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(delivery_id): Path<String>,
+    PathId(delivery_id): PathId,
     ReadQuery(p): ReadQuery<OneParams>,
 ) -> Response {
     let request = CallbackDeliveryQueryRequest {
@@ -79,7 +80,7 @@ pub(super) async fn delivery(
 pub(super) async fn redrive(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(delivery_id): Path<String>,
+    PathId(delivery_id): PathId,
 ) -> Response {
     accepted(
         runtime(&state)

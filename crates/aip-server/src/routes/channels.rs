@@ -1,6 +1,7 @@
 //! Conversation routes (spec 15): the runtime's principal-scoped conversation reads behind REST
 //! paths. Connectors record messages and updates with envelopes on `POST /aip/v1/messages`.
 
+use super::PathId;
 use aip_core::ConversationStatus;
 use aip_runtime::channel::ConversationFilter;
 
@@ -36,7 +37,7 @@ pub(super) async fn conversations(
 pub(super) async fn conversation(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(conversation_id): Path<String>,
+    PathId(conversation_id): PathId,
     ReadQuery(_): ReadQuery<NoParams>,
 ) -> Response {
     read_response(
@@ -57,7 +58,7 @@ pub(super) struct MessageListParams {
 pub(super) async fn conversation_messages(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(conversation_id): Path<String>,
+    PathId(conversation_id): PathId,
     ReadQuery(p): ReadQuery<MessageListParams>,
 ) -> Response {
     read_response(

@@ -1,6 +1,7 @@
 //! Approval and escalation routes (spec 12, 16.3, 16.6): each builds the wire request and calls the
 //! runtime's read or decision for it, the same code the envelope path runs.
 
+use super::PathId;
 use super::*;
 
 #[derive(Debug, Default, Deserialize)]
@@ -64,7 +65,7 @@ pub(super) struct ApprovalParams {
 pub(super) async fn approval(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(approval_id): Path<String>,
+    PathId(approval_id): PathId,
     ReadQuery(p): ReadQuery<ApprovalParams>,
 ) -> Response {
     let request = ApprovalQueryRequest {
@@ -92,7 +93,7 @@ pub(super) async fn approval(
 pub(super) async fn decisions(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(approval_id): Path<String>,
+    PathId(approval_id): PathId,
     ReadQuery(_): ReadQuery<NoParams>,
 ) -> Response {
     read_response(
@@ -126,7 +127,7 @@ struct DecisionBody {
 pub(super) async fn decide(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(approval_id): Path<String>,
+    PathId(approval_id): PathId,
     body: Bytes,
 ) -> Response {
     let body = match optional_json::<DecisionBody>(&body) {
@@ -198,7 +199,7 @@ pub(super) async fn escalations(
 pub(super) async fn escalation(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(escalation_id): Path<String>,
+    PathId(escalation_id): PathId,
     ReadQuery(_): ReadQuery<NoParams>,
 ) -> Response {
     read_response(
@@ -223,7 +224,7 @@ struct ResolutionBody {
 pub(super) async fn resolve_escalation(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(escalation_id): Path<String>,
+    PathId(escalation_id): PathId,
     body: Bytes,
 ) -> Response {
     let body = match optional_json::<ResolutionBody>(&body) {

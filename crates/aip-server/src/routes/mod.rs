@@ -237,6 +237,24 @@ where
     }
 }
 
+/// One path segment of a route (`{action_id}`, ...): a segment that is not valid UTF-8 (or not
+/// decodable) answers the typed `aip.read.invalid_query` error (400) like any other bad request,
+/// never axum's plain-text rejection.
+pub(crate) struct PathId(pub(crate) String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(segment)) => Ok(Self(segment)),
+            Err(rejection) => {
+                Err(ApiError::new(ErrorCode::InvalidQuery, rejection.body_text()).into_response())
+            }
+        }
+    }
+}
+
 // ---- read routes: each builds the wire request and calls the runtime's read for it, the same
 // code the envelope path runs ----
 
@@ -256,7 +274,7 @@ struct StatusParams {
 async fn action_status(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(action_id): Path<String>,
+    PathId(action_id): PathId,
     ReadQuery(p): ReadQuery<StatusParams>,
 ) -> Response {
     let request = ActionStatusRequest {
@@ -295,7 +313,7 @@ struct ResultParams {
 async fn action_result(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(action_id): Path<String>,
+    PathId(action_id): PathId,
     ReadQuery(p): ReadQuery<ResultParams>,
 ) -> Response {
     let request = ActionResultRequest {
@@ -334,7 +352,7 @@ struct ChunkParams {
 async fn action_chunks(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(action_id): Path<String>,
+    PathId(action_id): PathId,
     ReadQuery(p): ReadQuery<ChunkParams>,
 ) -> Response {
     read_response(
@@ -347,7 +365,7 @@ async fn action_chunks(
 async fn action_events(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(action_id): Path<String>,
+    PathId(action_id): PathId,
     headers: HeaderMap,
     ReadQuery(p): ReadQuery<EventPageParams>,
 ) -> Response {
@@ -507,7 +525,7 @@ struct CancelBody {
 async fn cancel(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(action_id): Path<String>,
+    PathId(action_id): PathId,
     body: Bytes,
 ) -> Response {
     let reason = match optional_reason(&body) {
@@ -524,7 +542,7 @@ async fn cancel(
 async fn receipt_chain(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(chain_id): Path<String>,
+    PathId(chain_id): PathId,
 ) -> Response {
     let request = ReceiptQueryRequest {
         chain_id: Some(chain_id),
@@ -539,7 +557,7 @@ async fn receipt_chain(
 async fn receipt_by_id(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(receipt_id): Path<String>,
+    PathId(receipt_id): PathId,
 ) -> Response {
     let request = ReceiptQueryRequest {
         chain_id: None,
@@ -648,7 +666,7 @@ async fn sessions(
 async fn session(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(session_id): Path<String>,
+    PathId(session_id): PathId,
 ) -> Response {
     let request = SessionRequest {
         session_id: SessionId::new(session_id),
@@ -670,7 +688,7 @@ async fn session(
 async fn close_session(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(session_id): Path<String>,
+    PathId(session_id): PathId,
     body: Bytes,
 ) -> Response {
     let reason = match optional_reason(&body) {
@@ -689,7 +707,7 @@ async fn close_session(
 async fn cancel_session(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(session_id): Path<String>,
+    PathId(session_id): PathId,
     body: Bytes,
 ) -> Response {
     let reason = match optional_reason(&body) {
@@ -714,7 +732,7 @@ struct ResumeBody {
 async fn resume_session(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(session_id): Path<String>,
+    PathId(session_id): PathId,
     body: Bytes,
 ) -> Response {
     let body = match optional_json::<ResumeBody>(&body) {

@@ -1,5 +1,6 @@
 //! Who-am-I and resource routes (spec 9.7): the runtime's reads behind REST paths.
 
+use super::PathId;
 use super::*;
 
 /// `GET /aip/v1/whoami`: the authenticated principal as the server's directory resolves it (id,
@@ -50,7 +51,7 @@ pub(super) struct ResourceParams {
 pub(super) async fn resource(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(resource_id): Path<String>,
+    PathId(resource_id): PathId,
     ReadQuery(p): ReadQuery<ResourceParams>,
 ) -> Response {
     let request = aip_core::ResourceReadRequest {

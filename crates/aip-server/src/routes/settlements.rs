@@ -1,6 +1,7 @@
 //! Settlement routes (spec 18.4): close a batch, read one (the signed envelope and its receipt
 //! chain). The `aip.economic.v1.batch_settlement` envelope closes batches on every transport too.
 
+use super::PathId;
 use super::*;
 
 #[derive(Debug, Deserialize)]
@@ -39,7 +40,7 @@ pub(super) async fn close_settlement(
 pub(super) async fn settlement(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(batch_id): Path<String>,
+    PathId(batch_id): PathId,
     ReadQuery(_): ReadQuery<NoParams>,
 ) -> Response {
     read_response(runtime(&state).read_settlement(&caller, &batch_id).await)

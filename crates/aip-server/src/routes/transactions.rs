@@ -1,6 +1,7 @@
 //! Transaction routes (spec 13, 16): `GET /aip/v1/transactions/{id}`, `/by-plan/{plan_id}` and
 //! `/by-action/{action_id}`, each the runtime's `transaction_query_request` read.
 
+use super::PathId;
 use super::*;
 
 #[derive(Debug, Default, Deserialize)]
@@ -39,7 +40,7 @@ async fn read(state: &AppState, caller: &Caller, by: By, p: TransactionParams) -
 pub(super) async fn transaction(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ReadQuery(p): ReadQuery<TransactionParams>,
 ) -> Response {
     read(&state, &caller, By::Id(id), p).await
@@ -49,7 +50,7 @@ pub(super) async fn transaction(
 pub(super) async fn transaction_by_plan(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ReadQuery(p): ReadQuery<TransactionParams>,
 ) -> Response {
     read(&state, &caller, By::Plan(id), p).await
@@ -59,7 +60,7 @@ pub(super) async fn transaction_by_plan(
 pub(super) async fn transaction_by_action(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
+    PathId(id): PathId,
     ReadQuery(p): ReadQuery<TransactionParams>,
 ) -> Response {
     read(&state, &caller, By::Action(id), p).await

@@ -20,7 +20,7 @@ use aip_runtime::channel::ChannelSource;
 use aip_runtime::{ActionRequest, Caller, Runtime, RuntimeError, Submitted};
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
@@ -323,7 +323,10 @@ pub fn routes(webhooks: Arc<Webhooks>) -> Router<AppState> {
     Router::new().route(
         "/aip/v1/webhooks/{subscription}",
         axum::routing::post(
-            move |state: State<AppState>, path: Path<String>, headers: HeaderMap, body: Body| {
+            move |state: State<AppState>,
+                  path: crate::routes::PathId,
+                  headers: HeaderMap,
+                  body: Body| {
                 ingest(Arc::clone(&webhooks), state, path, headers, body)
             },
         ),
@@ -333,7 +336,7 @@ pub fn routes(webhooks: Arc<Webhooks>) -> Router<AppState> {
 async fn ingest(
     webhooks: Arc<Webhooks>,
     State(app): State<AppState>,
-    Path(subscription): Path<String>,
+    crate::routes::PathId(subscription): crate::routes::PathId,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
