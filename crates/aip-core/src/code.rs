@@ -249,6 +249,8 @@ error_codes! {
     // ---- sessions (spec 10) ----
     /// The session state does not allow the request.
     SessionInvalidState = "aip.session.invalid_state", Permanent;
+    /// The session's lifetime has passed: it takes no actions and cannot be resumed (spec 10.5).
+    SessionExpired = "aip.session.expired", Permanent;
     /// The resume token is unknown, expired, used or another session's.
     ResumeTokenInvalid = "aip.session.resume_token_invalid", Auth;
     /// A handshake was rejected (in `HandshakeResponse.rejection_reason`).

@@ -102,6 +102,9 @@ pub enum RuntimeError {
     /// The session is unknown, invisible, or not in a state that allows the request (spec 10).
     #[error("session state does not allow this: {0}")]
     SessionState(String),
+    /// The session's lifetime has passed (spec 10.5: resuming it is refused, not granted).
+    #[error("the session expired: start a new one")]
+    SessionExpired,
     /// The resume token is unknown, expired or used (spec 10.5).
     #[error("resume token is invalid, expired or already used")]
     ResumeTokenInvalid,
@@ -360,6 +363,7 @@ impl RuntimeError {
             RuntimeError::ClockSkew => ErrorCode::ClockSkew,
             RuntimeError::Replay => ErrorCode::Replay,
             RuntimeError::SessionState(_) => ErrorCode::SessionInvalidState,
+            RuntimeError::SessionExpired => ErrorCode::SessionExpired,
             RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Internal(_) => ErrorCode::Internal,

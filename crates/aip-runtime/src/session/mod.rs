@@ -280,7 +280,7 @@ impl Runtime {
             ));
         }
         if session.expires_at_ms.is_some_and(|e| e <= now_ms()) {
-            return Err(RuntimeError::SessionState("the session expired".into()));
+            return Err(RuntimeError::SessionExpired);
         }
         if takes_actions(session.state) {
             Ok(())
@@ -463,6 +463,11 @@ impl Runtime {
             return Err(RuntimeError::NotFound("session"));
         }
         let now = now_ms();
+        // An expired session is not brought back, whatever token is presented (its token is left
+        // as it is: nothing is consumed by a refused resume).
+        if session.expires_at_ms.is_some_and(|e| e <= now) {
+            return Err(RuntimeError::SessionExpired);
+        }
         let replacement = new_resume_token()?;
         let resumed = self
             .store()
