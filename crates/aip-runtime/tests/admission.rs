@@ -64,6 +64,7 @@ async fn every_demo_capability_is_admitted_and_visible_to_the_admin() {
             "cap:demo:bookings",
             "cap:demo:count",
             "cap:demo:echo",
+            "cap:demo:ledger",
             "cap:demo:payment",
             "cap:demo:refund",
             "cap:demo:sleep",

@@ -692,6 +692,41 @@ async fn a_compensation_is_a_governed_action_with_its_own_idempotency_result_and
     );
     let (_, reply) = rt_act(&rt, &alice(), refund(Some("k4"), "act_nope")).await;
     assert_eq!(code(&reply), "aip.core.not_found", "{reply}");
+    // The provider's ledger, as a user reads it: one payment of 800, refunded once.
+    let (status, reply) = rt_act(
+        &rt,
+        &alice(),
+        json!({ "id": id("act_"), "capability_id": "cap:demo:ledger", "input": {} }),
+    )
+    .await;
+    assert_eq!(status, 200, "{reply}");
+    let ledger = &reply["body"]["action_result"]["output"];
+    assert_eq!(
+        (&ledger["payments_count"], &ledger["paid_minor"]),
+        (&json!(1), &json!(800)),
+        "{ledger}"
+    );
+    assert_eq!(
+        (&ledger["refunds_count"], &ledger["refunded_minor"]),
+        (&json!(1), &json!(800)),
+        "{ledger}"
+    );
+    assert_eq!(
+        ledger["refunds"][0]["payment_id"],
+        ledger["payments"][0]["payment_id"]
+    );
+    // Another tenant's ledger is empty.
+    let other = support::caller("svc:zed", "elsewhere", &["invoke:*"]);
+    let (_, reply) = rt_act(
+        &rt,
+        &other,
+        json!({ "id": id("act_"), "capability_id": "cap:demo:ledger", "input": {} }),
+    )
+    .await;
+    assert_eq!(
+        reply["body"]["action_result"]["output"]["payments_count"], 0,
+        "{reply}"
+    );
 }
 
 #[tokio::test]

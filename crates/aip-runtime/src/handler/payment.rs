@@ -28,6 +28,10 @@ use crate::registry::CapabilityEntry;
 pub const PAYMENT: &str = "cap:demo:payment";
 /// Id of the payment's compensating refund.
 pub const REFUND: &str = "cap:demo:refund";
+/// Id of the read-only view of the simulated provider's ledger.
+pub const LEDGER_READ: &str = "cap:demo:ledger";
+/// Most payments and refunds one ledger read lists (each, newest last).
+pub const LEDGER_READ_LIMIT: u32 = 100;
 /// The simulated provider's ledger of payments (application records, keyed by operation id).
 pub const PAYMENTS: &str = "demo.payments";
 /// The simulated provider's refunds (keyed by the refunded payment).
@@ -55,6 +59,12 @@ pub fn capabilities(store: &Arc<dyn Store>) -> Vec<CapabilityEntry> {
         (
             refund_capability(),
             Arc::new(RefundHandler {
+                store: Arc::clone(store),
+            }),
+        ),
+        (
+            ledger_capability(),
+            Arc::new(LedgerHandler {
                 store: Arc::clone(store),
             }),
         ),
@@ -110,6 +120,91 @@ pub fn payment_capability() -> Value {
                               "compensation_window_ms": 7 * 24 * 60 * 60 * 1000u64, "requires_approval": false },
         },
     })
+}
+
+/// The manifest entry of `cap:demo:ledger`: what the simulated provider paid and refunded in the
+/// caller's tenant, so a user sees the effects of payments and compensations without the database.
+pub fn ledger_capability() -> Value {
+    json!({
+        "id": LEDGER_READ, "name": "Read the payment ledger", "kind": "tool", "risk": "low", "stability": "stable",
+        "description": "Lists what the simulated provider of cap:demo:payment paid and refunded in the caller's tenant: their counts, the first 100 of each, and the amounts of those listed, in minor units.",
+        "input_schema": { "type": "object", "additionalProperties": false },
+        "output_schema": { "type": "object", "required": ["payments", "refunds", "paid_minor", "refunded_minor"] },
+        "contract": {
+            "side_effects": ["read"],
+            "idempotency": { "requirement": "unsupported", "collision_behavior": "reject_conflict", "key_scope": "principal" },
+            "execution": { "supports_sync": true, "supports_async": false, "supports_streaming": false, "supports_cancel": false,
+                           "supports_retry": true, "expected_completion": "sync", "retry_safety": "safe" },
+            "data": { "sensitivity": "confidential", "contains_pii": false, "redaction_required": false },
+        },
+    })
+}
+
+/// `cap:demo:ledger`: reads the provider's payments and refunds of the caller's tenant.
+pub struct LedgerHandler {
+    store: Arc<dyn Store>,
+}
+
+impl std::fmt::Debug for LedgerHandler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerHandler").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl ActionHandler for LedgerHandler {
+    fn support(&self) -> HandlerSupport {
+        HandlerSupport {
+            modes: BTreeSet::from([Mode::Sync]),
+            cancellable: false,
+            mutation: false,
+            transactions: None,
+        }
+    }
+
+    async fn invoke(
+        &self,
+        ctx: &TrustedContext,
+        _input: &Value,
+    ) -> Result<HandlerOutput, HandlerError> {
+        let unavailable = |_| HandlerError::Failed {
+            code: ErrorCode::DemoStoreUnavailable.as_str().into(),
+            message: "the provider's ledger is unavailable".into(),
+            retryable: true,
+        };
+        let limit = aip_store::Limit::new(LEDGER_READ_LIMIT).map_err(unavailable)?;
+        let mut out = serde_json::Map::new();
+        for (collection, key, total) in [
+            (PAYMENTS, "payments", "paid_minor"),
+            (REFUNDS, "refunds", "refunded_minor"),
+        ] {
+            let count = self
+                .store
+                .count_records(collection, &ctx.tenant)
+                .await
+                .map_err(unavailable)?;
+            let records: Vec<Value> = self
+                .store
+                .list_records(collection, &ctx.tenant, limit)
+                .await
+                .map_err(unavailable)?
+                .into_iter()
+                .map(|r| r.body)
+                .collect();
+            // Totals over the listed records; `count` says whether the list is the whole ledger.
+            let sum: u64 = records
+                .iter()
+                .filter_map(|r| r.get("amount_minor").and_then(Value::as_u64))
+                .fold(0, u64::saturating_add);
+            out.insert(format!("{key}_count"), json!(count));
+            out.insert(key.into(), Value::Array(records));
+            out.insert(total.into(), json!(sum));
+        }
+        Ok(HandlerOutput {
+            output: Value::Object(out),
+            message: Vec::new(),
+        })
+    }
 }
 
 /// The manifest entry of `cap:demo:refund`.
