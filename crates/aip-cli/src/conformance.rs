@@ -139,13 +139,13 @@ pub const CLASSES: &[Class] = &[
         name: "MCP compatibility",
         claimed: false,
         evidence: &[
-            "not claimed: /mcp serves tools, resources and prompts over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks, progress and OAuth and upstream servers as capabilities (test binaries serve_mcp, serve_mcp_tools, serve_mcp_sdk, serve_mcp_oauth, serve_mcp_upstream); the official MCP conformance suite passes 15 of 30 server scenarios (issue 18)",
+            "not claimed: /mcp serves tools, resources and prompts over Streamable HTTP and legacy HTTP+SSE with the facade tools, tasks, progress and OAuth and upstream servers as capabilities (test binaries serve_mcp, serve_mcp_tools, serve_mcp_sdk, serve_mcp_oauth, serve_mcp_upstream); the official MCP conformance suite runs every server scenario in serve_mcp_sdk, its expected failures listed with their reasons in tests/interop/mcp-conformance-baseline.yml (a scenario that starts passing fails the run until it is removed there)",
         ],
     },
     Class {
         name: "Connector",
         claimed: false,
-        evidence: &["no frozen SDK connector suite run (issues 18, 19)"],
+        evidence: &["no frozen SDK connector suite run"],
     },
 ];
 
@@ -226,6 +226,7 @@ pub fn statement(config: &aip_server::config::Config) -> Value {
             "max_envelope_depth": aip_core::Limits::default().max_depth,
         },
         "unsupported_message_types": unsupported,
+        "unsupported_message_code": aip_core::ErrorCode::UnsupportedMessage.as_str(),
         "test_suite": { "revision": REVISION, "command": "bash .ci/run (scripts/test)" },
     })
 }
@@ -320,7 +321,8 @@ pub fn markdown(s: &Value) -> String {
         }
     }
     out.push_str(&format!(
-        "\n## Unsupported message types\n\nAnswered `aip.envelope.unsupported_message_type`: {}.\n",
+        "\n## Unsupported message types\n\nAnswered `{}`: {}.\n",
+        text(&s["unsupported_message_code"]),
         list(&s["unsupported_message_types"])
     ));
     out

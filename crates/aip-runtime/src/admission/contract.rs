@@ -53,6 +53,12 @@ pub(crate) fn check(
     })
 }
 
+/// The action contexts this runtime refuses whenever they are present (a context is honoured or
+/// refused with `aip.action.unsupported_context`, never dropped), in the order they are checked. README.md lists them from
+/// here (a test compares the two).
+pub(crate) const REFUSED_CONTEXTS: [&str; 4] =
+    ["federation", "approval", "compliance", "memory_context"];
+
 /// The first context of `action` this runtime does not implement, as a refusal. Observability
 /// metadata is kept with the request; an identity context may only name the caller's own tenant
 /// (a request-supplied tenant is a selector, never authority: spec 22.6).
@@ -65,18 +71,17 @@ fn unsupported_context(
     // `crate::transaction` (a capability without one refuses it there).
     // A callback is checked against deployment policy by `crate::callback::admit`.
     crate::delegation::check_chain(runtime, caller, action)?;
-    let refused = if action.federation.is_some() {
-        Some("federation")
-    } else if action.approval.is_some() {
-        Some("approval")
-    } else if action.compliance.is_some() {
-        Some("compliance")
-    } else if action.memory_context.is_some() {
-        Some("memory_context")
-    } else {
-        None
-    };
-    if let Some(context) = refused {
+    let present = [
+        action.federation.is_some(),
+        action.approval.is_some(),
+        action.compliance.is_some(),
+        action.memory_context.is_some(),
+    ];
+    if let Some((_, context)) = present
+        .into_iter()
+        .zip(REFUSED_CONTEXTS)
+        .find(|(present, _)| *present)
+    {
         return Err(RuntimeError::UnsupportedContext(context));
     }
     caller.check_identity_tenant(action.identity.as_ref())?;
@@ -96,5 +101,21 @@ fn unsupported_context(
         // Delegated authority, credential mapping and on-behalf-of claims need the delegation and
         // credential features; until then they are refused rather than dropped.
         Err(RuntimeError::UnsupportedContext("identity"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_readme_lists_exactly_the_refused_contexts() {
+        let readme = include_str!("../../../../README.md");
+        let (_, rest) = readme
+            .split_once("<!-- refused-contexts -->")
+            .unwrap_or_default();
+        let (listed, _) = rest
+            .split_once("<!-- /refused-contexts -->")
+            .unwrap_or_default();
+        let listed: Vec<&str> = listed.split(", ").map(|c| c.trim_matches('`')).collect();
+        assert_eq!(listed, super::REFUSED_CONTEXTS);
     }
 }
