@@ -27,6 +27,10 @@ pub struct ServeArgs {
     /// Serve the web console at /console/ (on by default without --config on a loopback address).
     #[arg(long)]
     pub console: bool,
+    /// Allow development settings that let requests in without credentials (`[mcp]
+    /// dev_principal`); a warning is logged at every start. Never in production.
+    #[arg(long)]
+    pub insecure_dev: bool,
 }
 
 /// Load configuration, then serve until SIGINT/SIGTERM.
@@ -63,6 +67,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if args.console || demo {
         config.console = Some(true);
     }
+    config.insecure_dev = args.insecure_dev || (args.config.is_none() && demo);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -423,30 +423,66 @@ async fn the_legacy_sse_binding_speaks_only_2024_11_05_and_its_stream_is_its_ses
 }
 
 #[tokio::test]
-async fn the_development_principal_is_refused_off_loopback_and_never_used_when_credentials_are_sent()
+async fn the_development_principal_needs_insecure_dev_loopback_and_no_other_principal_and_warns_at_every_start()
  {
     let dir = tempfile::tempdir().unwrap();
     let alice = token_file(dir.path(), "alice.token", ALICE);
-    let config = dir.path().join("aip.toml");
-    std::fs::write(
-        &config,
+    let bob = token_file(dir.path(), "bob.token", BOB);
+    let principal = |id: &str, token: &std::path::Path| {
         format!(
-            "[[principals]]\nid = \"alice\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n\n[mcp]\ndev_principal = \"alice\"\n",
-            alice.display()
+            "[[principals]]\nid = \"{id}\"\nkind = \"agent\"\ntenant = \"default\"\nscopes = [\"invoke:cap:demo:*\"]\ntoken_file = \"{}\"\n\n",
+            token.display()
+        )
+    };
+    let config = dir.path().join("aip.toml");
+    let dev = "[mcp]\ndev_principal = \"alice\"\n";
+    std::fs::write(&config, format!("{}{dev}", principal("alice", &alice))).unwrap();
+    let crowded = dir.path().join("crowded.toml");
+    std::fs::write(
+        &crowded,
+        format!(
+            "{}{}{dev}",
+            principal("alice", &alice),
+            principal("bob", &bob)
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
-        .args(["serve", "--listen", "0.0.0.0:0", "--data-dir"])
-        .arg(dir.path().join("off-loopback"))
+    let refused = |listen: &str, config: &std::path::Path, flags: &[&str], data: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+            .args(["serve", "--listen", listen, "--data-dir"])
+            .arg(dir.path().join(data))
+            .arg("--config")
+            .arg(config)
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{data} started");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // A configuration file alone never turns it on.
+    assert!(refused("127.0.0.1:0", &config, &[], "no-flag").contains("--insecure-dev"));
+    let insecure = ["--insecure-dev"];
+    assert!(refused("0.0.0.0:0", &config, &insecure, "off-loopback").contains("loopback"));
+    // Beside a real identity it is refused: that principal would sit behind an open door.
+    assert!(refused("127.0.0.1:0", &crowded, &insecure, "crowded").contains("principal bob"));
+
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--insecure-dev",
+            "--data-dir",
+        ])
+        .arg(dir.path().join("data"))
         .arg("--config")
         .arg(&config)
-        .output()
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("loopback"));
-
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let mut server = Server::from_child(child, &dir.path().join("data"));
     // No credentials on /mcp: the development principal.
     let mut anonymous = Mcp::new(&server.base, None);
     anonymous.open("2025-11-25").await;
@@ -457,6 +493,10 @@ async fn the_development_principal_is_refused_off_loopback_and_never_used_when_c
         .await;
     assert_eq!(refused.status, 401);
     assert_eq!(server.anonymous().get("/aip/v1/actions").await.0, 401);
+    server.kill();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut server.child.stderr.take().unwrap(), &mut log).unwrap();
+    assert!(log.contains("INSECURE: mcp.dev_principal is on"), "{log}");
 }
 
 #[tokio::test]

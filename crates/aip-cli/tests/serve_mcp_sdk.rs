@@ -490,7 +490,12 @@ messages = [
         ),
     )
     .unwrap();
-    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let server = Server::start_with_flags(
+        &dir.path().join("data"),
+        Some(&config),
+        &[],
+        &["--insecure-dev"],
+    );
     let url = format!("http://{}/mcp", server.base);
     let baseline = workspace().join("tests/interop/mcp-conformance-baseline.yml");
     let results = dir.path().join("results");

@@ -208,16 +208,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         None => None,
     };
     let dev_principal = match &config.mcp.dev_principal {
-        Some(id) if !config.listen.ip().is_loopback() => {
-            return Err(ServeError::Config(format!(
-                "mcp.dev_principal ({id}) lets requests without credentials in: it needs a loopback listen address"
-            )));
-        }
-        Some(id) => Some(auth.principal(id).cloned().ok_or_else(|| {
-            ServeError::Config(format!(
-                "mcp.dev_principal: principal {id} is not configured"
-            ))
-        })?),
+        Some(id) => Some(dev_principal(config, id, &auth)?),
         None => None,
     };
     let runtime = Runtime::new(Arc::clone(&store), registry, runtime_config);
@@ -307,6 +298,44 @@ pub fn profiles(config: &Config) -> Vec<aip_core::ProfileId> {
         );
     }
     profiles
+}
+
+/// The principal `[mcp] dev_principal` names, if this start may let requests without credentials
+/// act as it: only with `--insecure-dev` (or the no-config demo), on a loopback address, and when it
+/// is the only configured principal, so no real identity sits behind an unauthenticated door (a
+/// local reverse proxy makes every remote request look local). Logs a warning at every start.
+fn dev_principal(
+    config: &Config,
+    id: &str,
+    auth: &crate::auth::AuthIndex,
+) -> Result<aip_runtime::Caller, ServeError> {
+    let refuse = |why: String| {
+        Err(ServeError::Config(format!(
+            "mcp.dev_principal ({id}) lets requests without credentials in: {why}"
+        )))
+    };
+    if !config.insecure_dev {
+        return refuse("start with --insecure-dev to allow it (development only)".into());
+    }
+    if !config.listen.ip().is_loopback() {
+        return refuse("it needs a loopback listen address".into());
+    }
+    if let Some(other) = config.principals.iter().find(|p| p.id != id) {
+        return refuse(format!(
+            "principal {} is configured too; it is for setups whose only principal is the development one",
+            other.id
+        ));
+    }
+    let caller = auth.principal(id).cloned().ok_or_else(|| {
+        ServeError::Config(format!(
+            "mcp.dev_principal: principal {id} is not configured"
+        ))
+    })?;
+    tracing::warn!(
+        principal = id,
+        "INSECURE: mcp.dev_principal is on: MCP requests without an Authorization header act as {id} (--insecure-dev; never in production)"
+    );
+    Ok(caller)
 }
 
 /// `aip serve`: build, bind, print where (never the token), serve until a signal.

@@ -94,6 +94,11 @@ pub struct Config {
     /// file on a loopback address turns it on (the no-config demo).
     #[serde(default)]
     pub console: Option<bool>,
+    /// Development settings that let requests in without credentials (`mcp.dev_principal`) are
+    /// allowed: set by `aip serve --insecure-dev` or the no-config demo, never by a file or the
+    /// environment, so a deployed configuration cannot turn them on by itself.
+    #[serde(skip)]
+    pub insecure_dev: bool,
     /// Readable resources (spec 9.7), each with its read policy and content.
     #[serde(default)]
     pub resources: Vec<ResourceConfig>,
@@ -615,6 +620,7 @@ impl Default for Config {
             security: SecurityConfig::default(),
             capabilities: Vec::new(),
             console: None,
+            insecure_dev: false,
             resources: Vec::new(),
             resource_root: None,
             callbacks: crate::callbacks::CallbacksConfig::default(),

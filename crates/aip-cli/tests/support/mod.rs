@@ -28,9 +28,20 @@ pub struct Server {
 impl Server {
     /// Start on a free port with `data_dir`, an optional config file and extra environment.
     pub fn start(data_dir: &Path, config: Option<&Path>, env: &[(&str, &str)]) -> Self {
+        Self::start_with_flags(data_dir, config, env, &[])
+    }
+
+    /// [`Server::start`] with extra `aip serve` flags (e.g. `--insecure-dev`).
+    pub fn start_with_flags(
+        data_dir: &Path,
+        config: Option<&Path>,
+        env: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Self {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_aip"));
         cmd.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(data_dir);
+            .arg(data_dir)
+            .args(flags);
         if let Some(config) = config {
             cmd.arg("--config").arg(config);
         }
