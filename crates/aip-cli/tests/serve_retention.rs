@@ -126,6 +126,37 @@ async fn receipts_and_audit_past_retention_are_archived_signed_before_they_are_p
     assert_eq!(purged["error"]["code"], "aip.read.purged", "{purged}");
     let message = purged["error"]["message"].as_str().unwrap();
     assert!(message.contains("archived in evidence-"), "{message}");
+    // Read through its action, by route and by envelope, the chain is said to be purged and where
+    // it is archived: never an empty chain that reads as an action without evidence.
+    let (status, view) = admin
+        .get(&format!(
+            "/aip/v1/actions/{action_id}?include_receipts=true"
+        ))
+        .await;
+    let (_, reply) = admin
+        .post(
+            "/aip/v1/messages",
+            &support::envelope(
+                "aip.lifecycle.v1.action_status_request",
+                json!({ "action_status_request": { "action_id": action_id, "include_receipts": true } }),
+            ),
+        )
+        .await;
+    for view in [&view, &reply["body"]["action_status"]] {
+        assert_eq!(status, 200, "{view}");
+        assert!(view["receipt_chain"].is_null(), "{view}");
+        assert_eq!(
+            view["links"]["receipt_chain_purged"], "aip.read.purged",
+            "{view}"
+        );
+        let archive = view["links"]["receipt_archive"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            archive.starts_with("evidence-") && message.contains(archive),
+            "{view}"
+        );
+    }
     // Someone who could not read the chain learns nothing: 404 as for any unknown chain.
     let (status, hidden) = server
         .client(BOB)

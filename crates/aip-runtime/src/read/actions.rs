@@ -4,7 +4,7 @@ use aip_core::{
     ActionList, ActionListRequest, ActionResult, ActionResultRequest, ActionStatus,
     ActionStatusRequest,
 };
-use aip_store::{ActionQuery, ActionState, Limit};
+use aip_store::{ActionQuery, ActionRecord, ActionState, Limit};
 
 use crate::action::result;
 use crate::caller::Caller;
@@ -52,11 +52,11 @@ impl Runtime {
             record = self.wait_terminal(caller, record, wait).await?;
         }
         let chain = if include_receipts {
-            Some(self.chain_of(&record.tenant, &record.action_id).await?)
+            Some(self.action_chain(&record).await?)
         } else {
             None
         };
-        views::status(&record, include_result, chain)
+        status_with(&record, include_result, chain)
     }
 
     /// `action_result_request`: the final result; `NotFound` while there is none yet (after the
@@ -138,11 +138,11 @@ impl Runtime {
         let mut actions = Vec::with_capacity(page.items.len());
         for record in &page.items {
             let chain = if request.include_receipts {
-                Some(self.chain_of(&record.tenant, &record.action_id).await?)
+                Some(self.action_chain(record).await?)
             } else {
                 None
             };
-            actions.push(views::status(record, request.include_results, chain)?);
+            actions.push(status_with(record, request.include_results, chain)?);
         }
         // `total_size` counts only what this page shows: hidden objects are never counted (16.3).
         Ok(ActionList {
@@ -150,6 +150,23 @@ impl Runtime {
             actions,
             cursor: Some(page.next_cursor),
         })
+    }
+
+    /// An action's receipt chain, or where retention put it: a purged chain is never shown as an
+    /// empty one, which would read as an action without evidence (spec 18.2, 18.6).
+    async fn action_chain(&self, record: &ActionRecord) -> Result<ChainView, RuntimeError> {
+        let chain = self.chain_of(&record.tenant, &record.action_id).await?;
+        if chain.receipts.is_empty()
+            && let Some(tombstone) = self
+                .store()
+                .chain_tombstone(&record.tenant, &record.action_id)
+                .await?
+        {
+            return Ok(ChainView::Purged {
+                archive: tombstone.archive,
+            });
+        }
+        Ok(ChainView::Kept(chain))
     }
 
     pub(crate) async fn chain_of(
@@ -164,6 +181,46 @@ impl Runtime {
                 .list_receipts(tenant, chain_id, Limit::max())
                 .await?,
         )
+    }
+}
+
+/// An action's receipt chain as a view that asked for it sees it.
+enum ChainView {
+    /// The chain as stored.
+    Kept(aip_core::ReceiptChain),
+    /// Purged by retention; `archive` names the file holding it, when one was written.
+    Purged { archive: Option<String> },
+}
+
+/// Link keys that say an action's receipt chain was purged (the receipts route answers
+/// `aip.read.purged`, 410, for it) and which archive holds it.
+pub(crate) const LINK_RECEIPTS_PURGED: &str = "receipt_chain_purged";
+/// See [`LINK_RECEIPTS_PURGED`].
+pub(crate) const LINK_RECEIPT_ARCHIVE: &str = "receipt_archive";
+
+/// The status view of `record`; a purged chain becomes links saying so, in place of the chain (the
+/// view's schema has no other field for it).
+fn status_with(
+    record: &ActionRecord,
+    include_result: bool,
+    chain: Option<ChainView>,
+) -> Result<ActionStatus, RuntimeError> {
+    match chain {
+        Some(ChainView::Purged { archive }) => {
+            let mut status = views::status(record, include_result, None)?;
+            status.links.insert(
+                LINK_RECEIPTS_PURGED.to_owned(),
+                aip_core::ErrorCode::Purged.as_str().to_owned(),
+            );
+            if let Some(archive) = archive {
+                status
+                    .links
+                    .insert(LINK_RECEIPT_ARCHIVE.to_owned(), archive);
+            }
+            Ok(status)
+        }
+        Some(ChainView::Kept(chain)) => views::status(record, include_result, Some(chain)),
+        None => views::status(record, include_result, None),
     }
 }
 
