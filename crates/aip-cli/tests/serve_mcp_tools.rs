@@ -919,3 +919,60 @@ messages = [{{ role = "user", text = "Summarize: {{{{text}}}}" }}]
         .await;
     assert_eq!(missing.body["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_keyed_facade_call_retried_from_a_new_session_is_the_original_action_and_other_input_is_a_conflict()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(dir.path());
+    let mut first = Mcp::new(&server.base, Some(ALICE));
+    first.open("2025-11-25").await;
+    let book = |key: &str, party: u64| {
+        json!({"capability_id": "cap:demo:book", "idempotency_key": key,
+               "input": {"name": "Ada", "party_size": party, "time": "19:00"}})
+    };
+    let original = facade(&mut first, "aip_call", book("facade-key-1", 2)).await;
+    let result = &original["body"]["action_result"];
+    assert_eq!(result["status"], "completed", "{original}");
+    // The client reconnected: a new MCP session retries the call (reject_conflict capability).
+    let mut second = Mcp::new(&server.base, Some(ALICE));
+    second.open("2025-11-25").await;
+    let retried = facade(&mut second, "aip_call", book("facade-key-1", 2)).await;
+    assert_eq!(
+        retried["body"]["action_result"]["action_id"],
+        result["action_id"]
+    );
+    assert_eq!(retried["body"]["action_result"]["output"], result["output"]);
+    // A keyed tools/call with that key is the same action as well.
+    let tool = second
+        .call(
+            "tools/call",
+            json!({"name": "demo_book", "arguments": {"name": "Ada", "party_size": 2, "time": "19:00"},
+                   "_meta": {"dev.aip/idempotency_key": "facade-key-1"}}),
+        )
+        .await
+        .body["result"]
+        .clone();
+    assert_eq!(
+        tool["_meta"]["dev.aip/aip"]["action_id"], result["action_id"],
+        "{tool}"
+    );
+    // The same key with other input is a conflict, and books nothing.
+    let other = second.tool("aip_call", book("facade-key-1", 4)).await;
+    assert_eq!(other["isError"], true, "{other}");
+    assert!(
+        other["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("aip.idempotency.conflict"),
+        "{other}"
+    );
+    // A return_original_result capability answers the retry with the original outcome too.
+    let echo = |n: u64| json!({"capability_id": "cap:demo:echo", "idempotency_key": "facade-key-2", "input": {"n": n}});
+    let echoed = facade(&mut first, "aip_call", echo(1)).await;
+    let again = facade(&mut second, "aip_call", echo(1)).await;
+    assert_eq!(
+        echoed["body"]["action_result"],
+        again["body"]["action_result"]
+    );
+}

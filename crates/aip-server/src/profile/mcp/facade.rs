@@ -593,7 +593,7 @@ fn build(kind: Build, caller: &Caller, args: &Map<String, Value>) -> Result<Valu
             }
             return Ok(Value::Object(request));
         }
-        Build::Action => return action(body).map_err(Err),
+        Build::Action => return action(caller, body).map_err(Err),
         Build::Decide => {
             if let Some(claimed) = body.remove("approver_principal")
                 && claimed.as_str() != Some(caller.id.as_str())
@@ -618,11 +618,17 @@ fn build(kind: Build, caller: &Caller, args: &Map<String, Value>) -> Result<Valu
             body.insert("decided_at".into(), json!(aip_core::Timestamp::now()));
         }
         Build::Delegate => {
+            let keyed = keyed_id(caller, &body);
             let mut child = Map::new();
             child.insert(
                 "id".into(),
-                body.remove("action_id")
-                    .unwrap_or_else(|| json!(aip_core::ActionId::generate())),
+                body.remove("action_id").unwrap_or_else(|| {
+                    json!(
+                        keyed
+                            .clone()
+                            .unwrap_or_else(|| aip_core::ActionId::generate().as_str().to_owned())
+                    )
+                }),
             );
             for key in [
                 "capability_id",
@@ -646,10 +652,16 @@ fn build(kind: Build, caller: &Caller, args: &Map<String, Value>) -> Result<Valu
                 json!({ "id": caller.id, "kind": caller.kind }),
             );
             body.insert("child_action".into(), Value::Object(child));
-            body.entry("delegation_id")
-                .or_insert_with(|| json!(aip_core::generate_with_prefix("dlg_")));
+            // A keyed delegation retried is the same request: its ids follow from the key too.
+            body.entry("delegation_id").or_insert_with(|| match &keyed {
+                Some(id) => json!(format!("dlg_{id}")),
+                None => json!(aip_core::generate_with_prefix("dlg_")),
+            });
             body.entry("parent_action_id")
-                .or_insert_with(|| json!(aip_core::ActionId::generate()));
+                .or_insert_with(|| match &keyed {
+                    Some(id) => json!(format!("{id}_parent")),
+                    None => json!(aip_core::ActionId::generate()),
+                });
             if let Some(Value::String(scope)) = body.get("scope").cloned() {
                 body.insert("scope".into(), json!([scope]));
             }
@@ -658,8 +670,19 @@ fn build(kind: Build, caller: &Caller, args: &Map<String, Value>) -> Result<Valu
     Ok(Value::Object(body))
 }
 
+/// The action id of a call keyed by `idempotency_key` without an `action_id`: derived from
+/// (tenant, principal, capability, key) exactly as a keyed `tools/call`, so a retry from a new MCP
+/// session or node is an identical re-send answered by the original outcome under every collision
+/// behaviour, and the same key with other input is a conflict (spec 9.5).
+fn keyed_id(caller: &Caller, body: &Map<String, Value>) -> Option<String> {
+    let key = body.get("idempotency_key").and_then(Value::as_str)?;
+    let capability = body.get("capability_id").and_then(Value::as_str)?;
+    (!body.contains_key("action_id"))
+        .then(|| super::tools::derive_id(&[&caller.tenant, &caller.id, capability, key]))
+}
+
 /// `aip_call`'s arguments as an `Action` (the nested `context` may carry the context members).
-fn action(mut body: Map<String, Value>) -> Result<Value, (i64, String)> {
+fn action(caller: &Caller, mut body: Map<String, Value>) -> Result<Value, (i64, String)> {
     if let Some(context) = body.remove("context") {
         let Value::Object(context) = context else {
             return Err((INVALID_PARAMS, "context must be an object".into()));
@@ -674,9 +697,12 @@ fn action(mut body: Map<String, Value>) -> Result<Value, (i64, String)> {
             body.insert(k, v);
         }
     }
-    let id = body
-        .remove("action_id")
-        .unwrap_or_else(|| json!(aip_core::ActionId::generate()));
+    let id = match keyed_id(caller, &body) {
+        Some(derived) => json!(derived),
+        None => body
+            .remove("action_id")
+            .unwrap_or_else(|| json!(aip_core::ActionId::generate())),
+    };
     body.insert("id".into(), id);
     body.entry("input").or_insert_with(|| json!({}));
     Ok(Value::Object(body))

@@ -515,8 +515,9 @@ fn idempotency_key(params: &Map<String, Value>) -> Result<Option<String>, &'stat
 }
 
 /// The deterministic action id of a keyed call: retried, from any session or node, it is the same
-/// action (answered by its first outcome).
-fn derive_id(parts: &[&str]) -> String {
+/// action (answered by its first outcome). `parts` are (tenant, principal, capability, key); the
+/// facade's keyed `aip_call` and `aip_delegate` derive theirs the same way.
+pub(super) fn derive_id(parts: &[&str]) -> String {
     let mut hash = Sha256::new();
     hash.update(b"aip.mcp.tool_call.v1");
     for part in parts {
