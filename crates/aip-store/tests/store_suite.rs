@@ -104,6 +104,17 @@ suite!(
     history_past_retention_is_purged_and_a_cursor_into_it_is_expired,
     evidence_is_removed_only_by_its_purge_and_a_purged_chain_leaves_a_tombstone,
     a_settlement_claims_each_completed_action_once_with_its_receipts,
+    a_foreign_tenants_action_id_and_its_chunks_are_not_found,
+    a_foreign_tenants_receipt_its_chain_and_its_tombstone_are_not_found,
+    a_foreign_tenants_session_id_is_not_found,
+    a_foreign_tenants_approval_and_its_decisions_are_not_found,
+    a_foreign_tenants_escalation_id_is_not_found,
+    a_foreign_tenants_transaction_by_id_plan_and_action_is_not_found,
+    a_foreign_tenants_delivery_and_subscriptions_are_not_found,
+    a_foreign_tenants_conversation_and_its_messages_are_not_found,
+    a_foreign_tenants_settlement_batch_is_not_found,
+    a_foreign_tenants_audit_events_are_not_found,
+    a_foreign_tenants_record_id_is_not_found,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -668,7 +679,7 @@ mod cases {
             );
             assert!(
                 h.store
-                    .get_receipt(&format!("{p}r{i}"))
+                    .get_receipt("t1", &format!("{p}r{i}"))
                     .await
                     .unwrap()
                     .is_none()
@@ -865,4 +876,6 @@ mod cases {
     pub use retention::*;
     mod settlement;
     pub use settlement::*;
+    mod tenancy;
+    pub use tenancy::*;
 }

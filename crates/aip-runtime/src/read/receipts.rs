@@ -80,7 +80,7 @@ impl Runtime {
     ) -> Result<ReceiptChain, RuntimeError> {
         let record = self
             .store()
-            .get_receipt(receipt_id)
+            .get_receipt(&caller.tenant, receipt_id)
             .await?
             .ok_or(RuntimeError::NotFound("receipt"))?;
         if !caller.may_read(

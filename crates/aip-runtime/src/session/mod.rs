@@ -261,7 +261,7 @@ impl Runtime {
         caller: &Caller,
         session_id: &str,
     ) -> Result<SessionRecord, RuntimeError> {
-        match self.store().get_session(session_id).await? {
+        match self.store().get_session(&caller.tenant, session_id).await? {
             Some(s) if caller.may_read(&s.tenant, &s.principal) => Ok(s),
             _ => Err(RuntimeError::NotFound("session")),
         }

@@ -78,7 +78,7 @@ impl Runtime {
         session_id: &str,
         data: Value,
     ) -> Result<SessionRecord, RuntimeError> {
-        if let Some(found) = self.store().get_session(session_id).await? {
+        if let Some(found) = self.store().get_session(&caller.tenant, session_id).await? {
             return match found {
                 s if s.tenant == caller.tenant && s.principal == caller.id => {
                     self.owned_session(caller, session_id).await
@@ -161,7 +161,7 @@ impl Runtime {
         caller: &Caller,
         session_id: &str,
     ) -> Result<(SessionRecord, SessionCheck), RuntimeError> {
-        match self.store().get_session(session_id).await? {
+        match self.store().get_session(&caller.tenant, session_id).await? {
             Some(s)
                 if s.tenant == caller.tenant
                     && s.principal == caller.id

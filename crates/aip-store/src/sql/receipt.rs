@@ -73,10 +73,15 @@ impl<D: Dialect> ReceiptStore for SqlStore<D> {
         found.iter().map(receipt_record).collect()
     }
 
-    async fn get_receipt(&self, receipt_id: &str) -> StoreResult<Option<ReceiptRecord>> {
+    async fn get_receipt(
+        &self,
+        tenant: &str,
+        receipt_id: &str,
+    ) -> StoreResult<Option<ReceiptRecord>> {
         let row = query(format!(
-            "SELECT {RECEIPT_COLUMNS} FROM aip_receipts WHERE receipt_id = $1"
+            "SELECT {RECEIPT_COLUMNS} FROM aip_receipts WHERE tenant = $1 AND receipt_id = $2"
         ))
+        .bind(tenant)
         .bind(receipt_id)
         .fetch_optional(self.reader())
         .await?;

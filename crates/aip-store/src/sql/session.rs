@@ -10,8 +10,12 @@ use crate::error::{StoreError, StoreResult};
 use crate::model::*;
 use crate::traits::SessionStore;
 
-/// One session by id.
+/// One session of a tenant by id.
 const SELECT_SESSION: &str = "SELECT session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
+     FROM aip_sessions WHERE tenant = $1 AND session_id = $2";
+
+/// One session by id alone, for writes: their callers read it through [`SELECT_SESSION`] first.
+const SELECT_SESSION_BY_ID: &str = "SELECT session_id, tenant, principal, peer, state, created_at_ms, updated_at_ms, expires_at_ms, data \
      FROM aip_sessions WHERE session_id = $1";
 
 /// Stores a resume token's hash.
@@ -20,11 +24,16 @@ const INSERT_RESUME_TOKEN: &str = "INSERT INTO aip_resume_tokens (token_hash, se
 // The bound sits on the method: `Dialect` is crate-private and `SqlStore` is not.
 impl<D> SqlStore<D> {
     /// One session as the database has it now.
-    async fn read_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>>
+    async fn read_session(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> StoreResult<Option<SessionRecord>>
     where
         D: Dialect,
     {
         let row = query(SELECT_SESSION)
+            .bind(tenant)
             .bind(session_id)
             .fetch_optional(self.reader())
             .await?;
@@ -65,15 +74,21 @@ impl<D: Dialect> SessionStore for SqlStore<D> {
         .await
     }
 
-    async fn get_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>> {
+    async fn get_session(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> StoreResult<Option<SessionRecord>> {
         let Some(cache) = self.dialect().session_cache() else {
-            return self.read_session(session_id).await;
+            return self.read_session(tenant, session_id).await;
         };
+        // Session ids are unique across tenants: a cached record of another tenant is an answer
+        // (not found), never a reason to read again.
         if let Some(found) = cache.get(session_id) {
-            return Ok(Some(found));
+            return Ok((found.tenant == tenant).then_some(found));
         }
         let generation = cache.generation();
-        let record = self.read_session(session_id).await?;
+        let record = self.read_session(tenant, session_id).await?;
         if let Some(record) = &record {
             cache.keep(generation, record);
         }
@@ -242,7 +257,7 @@ async fn tx_get_session<D: Dialect>(
     tx: &mut dyn Tx,
     session_id: &str,
 ) -> StoreResult<Option<SessionRecord>> {
-    tx_get_locked::<D, _>(tx, SELECT_SESSION, &[session_id], session_record).await
+    tx_get_locked::<D, _>(tx, SELECT_SESSION_BY_ID, &[session_id], session_record).await
 }
 
 fn session_record(r: &Row) -> StoreResult<SessionRecord> {

@@ -19,8 +19,13 @@ pub trait ReceiptStore: Send + Sync + 'static {
         limit: Limit,
     ) -> StoreResult<Vec<ReceiptRecord>>;
 
-    /// One receipt by id.
-    async fn get_receipt(&self, receipt_id: &str) -> StoreResult<Option<ReceiptRecord>>;
+    /// One receipt of `tenant` by id: the tenant is part of the query, so another tenant's
+    /// receipt is not found (spec 22.6).
+    async fn get_receipt(
+        &self,
+        tenant: &str,
+        receipt_id: &str,
+    ) -> StoreResult<Option<ReceiptRecord>>;
 
     /// Appends an audit event (append-only: the schema refuses updates and deletes).
     async fn append_audit(&self, audit: NewAudit) -> StoreResult<AuditRecord>;

@@ -15,8 +15,13 @@ pub trait SessionStore: Send + Sync + 'static {
         events: Vec<NewEvent>,
     ) -> StoreResult<SessionRecord>;
 
-    /// One session by id.
-    async fn get_session(&self, session_id: &str) -> StoreResult<Option<SessionRecord>>;
+    /// One session of `tenant` by id: the tenant is part of the query, so another tenant's
+    /// session is not found (spec 22.6).
+    async fn get_session(
+        &self,
+        tenant: &str,
+        session_id: &str,
+    ) -> StoreResult<Option<SessionRecord>>;
 
     /// Sessions visible under `query`, oldest first, after `cursor`.
     async fn list_sessions(

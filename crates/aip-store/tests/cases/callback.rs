@@ -3,7 +3,7 @@
 use super::*;
 
 /// Admission of `id` with a callback subscription.
-fn subscribed(id: &str, terminal_only: bool, max_attempts: u32) -> Admission {
+pub(super) fn subscribed(id: &str, terminal_only: bool, max_attempts: u32) -> Admission {
     let mut a = admission(id, None);
     a.callback = Some(CallbackSubscription {
         profile: "aip.native.http.v1".into(),
@@ -15,7 +15,7 @@ fn subscribed(id: &str, terminal_only: bool, max_attempts: u32) -> Admission {
     a
 }
 
-async fn deliveries(s: &Arc<dyn Store>, action: Option<&str>) -> Vec<DeliveryRecord> {
+pub(super) async fn deliveries(s: &Arc<dyn Store>, action: Option<&str>) -> Vec<DeliveryRecord> {
     let q = DeliveryQuery {
         tenant: "t1".into(),
         action_id: action.map(str::to_owned),
@@ -25,6 +25,24 @@ async fn deliveries(s: &Arc<dyn Store>, action: Option<&str>) -> Vec<DeliveryRec
         .await
         .unwrap()
         .items
+}
+
+/// Subscription `id` of `action`, added after its admission.
+pub(super) fn subscription(action: &str, id: &str, terminal_only: bool) -> NewActionSubscription {
+    NewActionSubscription {
+        tenant: "t1".into(),
+        action_id: action.into(),
+        subscription_id: id.into(),
+        principal: "alice".into(),
+        subscription: CallbackSubscription {
+            profile: "aip.a2a.push.v1".into(),
+            target: format!("https://hooks.example.com/{id}"),
+            terminal_only,
+            max_attempts: 2,
+            spec: json!({ "id": id }),
+        },
+        created_at_ms: T0,
+    }
 }
 
 async fn claim_delivery(s: &Arc<dyn Store>, now: i64) -> Lease {
@@ -345,20 +363,7 @@ pub async fn delivery_lists_filter_by_principal_status_and_target_behind_scoped_
 pub async fn subscriptions_added_after_admission_queue_deliveries_until_removed(h: &Harness) {
     let s = &h.store;
     admit_ok(s, admission("sub1", None)).await;
-    let sub = |id: &str, terminal_only: bool| NewActionSubscription {
-        tenant: "t1".into(),
-        action_id: "sub1".into(),
-        subscription_id: id.into(),
-        principal: "alice".into(),
-        subscription: CallbackSubscription {
-            profile: "aip.a2a.push.v1".into(),
-            target: format!("https://hooks.example.com/{id}"),
-            terminal_only,
-            max_attempts: 2,
-            spec: json!({ "id": id }),
-        },
-        created_at_ms: T0,
-    };
+    let sub = |id: &str, terminal_only: bool| subscription("sub1", id, terminal_only);
     s.add_action_subscription(sub("every", false), 2)
         .await
         .unwrap();

@@ -2,7 +2,12 @@
 
 use super::*;
 
-fn conversation(tenant: &str, id: &str, by: &str, assignee: Option<&str>) -> ConversationWrite {
+pub(super) fn conversation(
+    tenant: &str,
+    id: &str,
+    by: &str,
+    assignee: Option<&str>,
+) -> ConversationWrite {
     ConversationWrite {
         tenant: tenant.into(),
         conversation_id: id.into(),
@@ -29,7 +34,7 @@ pub fn audit_of(tenant: &str, actor: &str, label: &str) -> NewAudit {
     }
 }
 
-fn message(c: ConversationWrite, delivery: &str, text: &str) -> NewChannelMessage {
+pub(super) fn message(c: ConversationWrite, delivery: &str, text: &str) -> NewChannelMessage {
     NewChannelMessage {
         audit: audit_of(&c.tenant, &c.recorded_by, "channel.message_recorded"),
         conversation: c,

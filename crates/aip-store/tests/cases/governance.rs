@@ -4,7 +4,7 @@ use super::*;
 
 /// Admission of `id` waiting for approval `apr-{id}`, decidable by `approvers`, with its expiry
 /// timer as the job.
-fn gated(id: &str, approvers: &[&str]) -> Admission {
+pub(super) fn gated(id: &str, approvers: &[&str]) -> Admission {
     let mut a = admission(id, None);
     a.action.state = ActionState::PendingApproval;
     a.job = Some(NewJob {
@@ -27,7 +27,7 @@ fn gated(id: &str, approvers: &[&str]) -> Admission {
     a
 }
 
-fn decision(id: &str, approver: &str) -> NewDecision {
+pub(super) fn decision(id: &str, approver: &str) -> NewDecision {
     NewDecision {
         decision_id: id.into(),
         approver: approver.into(),
@@ -37,7 +37,7 @@ fn decision(id: &str, approver: &str) -> NewDecision {
     }
 }
 
-fn approval_write(id: &str, version: i64) -> ApprovalWrite {
+pub(super) fn approval_write(id: &str, version: i64) -> ApprovalWrite {
     ApprovalWrite {
         tenant: "t1".into(),
         approval_id: format!("apr-{id}"),
@@ -304,7 +304,7 @@ pub async fn approval_lists_show_only_what_the_reader_requested_or_may_decide(h:
     ));
 }
 
-fn escalation(tenant: &str, id: &str, requester: &str, kind: &str) -> NewEscalation {
+pub(super) fn escalation(tenant: &str, id: &str, requester: &str, kind: &str) -> NewEscalation {
     NewEscalation {
         escalation_id: id.into(),
         tenant: tenant.into(),

@@ -47,8 +47,8 @@ pub async fn receipt_chains_append_in_order_and_refuse_forks(h: &Harness) {
             .len(),
         2
     );
-    assert_eq!(s.get_receipt("r1").await.unwrap().unwrap(), r1);
-    assert!(s.get_receipt("nope").await.unwrap().is_none());
+    assert_eq!(s.get_receipt("t1", "r1").await.unwrap().unwrap(), r1);
+    assert!(s.get_receipt("t1", "nope").await.unwrap().is_none());
     // Receipts are append-only in storage.
     assert!(
         h.raw_exec("UPDATE aip_receipts SET hash = 'x'")

@@ -2,6 +2,19 @@
 
 use super::*;
 
+/// Chain `chain_id` of tenant `t1` (alice's receipts) as archived: `receipts` ending at
+/// `last_hash`, with root hash `root`.
+pub(super) fn archived_chain(chain_id: &str, receipts: u64, last_hash: &str) -> ChainPurge {
+    ChainPurge {
+        tenant: "t1".into(),
+        chain_id: chain_id.into(),
+        principal: Some("alice".into()),
+        receipts,
+        last_hash: last_hash.into(),
+        root_hash: "root".into(),
+    }
+}
+
 pub async fn history_past_retention_is_purged_and_a_cursor_into_it_is_expired(h: &Harness) {
     let s = &h.store;
     // An ended action's chunks, and a live action's.
@@ -167,14 +180,7 @@ pub async fn evidence_is_removed_only_by_its_purge_and_a_purged_chain_leaves_a_t
             "retention.purged",
         )],
     };
-    let archived = ChainPurge {
-        tenant: "t1".into(),
-        chain_id: "ev-done".into(),
-        principal: Some("alice".into()),
-        receipts: 2,
-        last_hash: "e1".into(),
-        root_hash: "root".into(),
-    };
+    let archived = archived_chain("ev-done", 2, "e1");
     // A chain that changed since it was archived is kept.
     let stale = ChainPurge {
         receipts: 1,

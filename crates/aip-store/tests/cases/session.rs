@@ -29,12 +29,15 @@ pub async fn a_session_read_after_its_change_sees_the_change(h: &Harness) {
     ] {
         // Read it twice (the second may come from memory), change it, and read it at once.
         for _ in 0..2 {
-            assert_eq!(s.get_session("s-read").await.unwrap().unwrap().state, state);
+            assert_eq!(
+                s.get_session("t1", "s-read").await.unwrap().unwrap().state,
+                state
+            );
         }
         let reads = async {
             let mut seen = Vec::new();
             for _ in 0..8 {
-                seen.push(s.get_session("s-read").await.unwrap().unwrap().state);
+                seen.push(s.get_session("t1", "s-read").await.unwrap().unwrap().state);
             }
             seen
         };
@@ -44,7 +47,10 @@ pub async fn a_session_read_after_its_change_sees_the_change(h: &Harness) {
         );
         changed.unwrap();
         assert!(raced.iter().all(|r| [state, next].contains(r)), "{raced:?}");
-        assert_eq!(s.get_session("s-read").await.unwrap().unwrap().state, next);
+        assert_eq!(
+            s.get_session("t1", "s-read").await.unwrap().unwrap().state,
+            next
+        );
         state = next;
     }
 }
@@ -107,10 +113,10 @@ pub async fn sessions_follow_the_state_machine_with_compare_and_set(h: &Harness)
         Err(StoreError::Terminal { .. })
     ));
     assert_eq!(
-        s.get_session("s1").await.unwrap().unwrap().state,
+        s.get_session("t1", "s1").await.unwrap().unwrap().state,
         SessionState::Settled
     );
-    assert!(s.get_session("nope").await.unwrap().is_none());
+    assert!(s.get_session("t1", "nope").await.unwrap().is_none());
     s.create_session(new_session("s2", "bob"), vec![])
         .await
         .unwrap();

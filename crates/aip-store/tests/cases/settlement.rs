@@ -2,6 +2,20 @@
 
 use super::*;
 
+/// Batch `id` of tenant `t1` settling `actions`, with one receipt (chain `id`) and its audit event.
+pub(super) fn batch(id: &str, actions: &[&str]) -> NewSettlement {
+    NewSettlement {
+        batch_id: id.into(),
+        tenant: "t1".into(),
+        model: "per_call".into(),
+        body: json!({ "id": id }),
+        action_ids: actions.iter().map(|a| (*a).to_owned()).collect(),
+        receipts: vec![receipt(&format!("{id}-r"), id, &format!("{id}-h"), None)],
+        audit: audit_of("t1", "svc:billing", "settlement.closed"),
+        now_ms: T0,
+    }
+}
+
 pub async fn a_settlement_claims_each_completed_action_once_with_its_receipts(h: &Harness) {
     let s = &h.store;
     for id in ["set-a1", "set-a2", "set-a3"] {
@@ -31,16 +45,6 @@ pub async fn a_settlement_claims_each_completed_action_once_with_its_receipts(h:
             .await
             .is_empty()
     );
-    let batch = |id: &str, actions: &[&str]| NewSettlement {
-        batch_id: id.into(),
-        tenant: "t1".into(),
-        model: "per_call".into(),
-        body: json!({ "id": id }),
-        action_ids: actions.iter().map(|a| (*a).to_owned()).collect(),
-        receipts: vec![receipt(&format!("{id}-r"), id, &format!("{id}-h"), None)],
-        audit: audit_of("t1", "svc:billing", "settlement.closed"),
-        now_ms: T0,
-    };
     let recorded = s
         .record_settlement(batch("b1", &["set-a1", "set-a2"]))
         .await
@@ -53,7 +57,7 @@ pub async fn a_settlement_claims_each_completed_action_once_with_its_receipts(h:
         Err(StoreError::Duplicate { .. })
     ));
     assert!(s.get_settlement("t1", "b2").await.unwrap().is_none());
-    assert!(s.get_receipt("b2-r").await.unwrap().is_none());
+    assert!(s.get_receipt("t1", "b2-r").await.unwrap().is_none());
     assert!(matches!(
         s.record_settlement(batch("b1", &[])).await,
         Err(StoreError::Duplicate { .. })

@@ -3,7 +3,12 @@
 use super::*;
 
 /// Admission of `id` linked to transaction `txn` in `role`, at `version` (`None`: creates it).
-fn linked(id: &str, txn: &str, role: TransactionRole, version: Option<i64>) -> Admission {
+pub(super) fn linked(
+    id: &str,
+    txn: &str,
+    role: TransactionRole,
+    version: Option<i64>,
+) -> Admission {
     let mut a = admission(id, None);
     a.transaction = Some(TransactionLink {
         transaction_id: txn.into(),

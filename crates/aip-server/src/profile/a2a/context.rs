@@ -122,7 +122,7 @@ impl Contexts {
             .app
             .runtime
             .store()
-            .get_session(session.as_str())
+            .get_session(&call.caller.tenant, session.as_str())
             .await
             .map_err(|e| rpc::native(&RuntimeError::from(e)))?;
         let name = record
