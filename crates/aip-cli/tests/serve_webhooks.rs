@@ -229,6 +229,19 @@ async fn signed_deliveries_are_admitted_once_and_every_forged_stale_or_unbound_o
         results[13]["body"]["error"]["code"],
         "aip.transport.body_rejected"
     );
+    // The forged deliveries are audited in the subscription's tenant, aggregated per subscription:
+    // the first at once, the rest counted in the window's later event.
+    let (_, audit) = server.admin().get("/aip/v1/audit/events?limit=1000").await;
+    let forged: Vec<_> = audit["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "auth.refused")
+        .collect();
+    assert_eq!(forged.len(), 1, "{audit}");
+    assert_eq!(forged[0]["data"]["reason"], "bad_webhook_signature");
+    assert_eq!(forged[0]["data"]["source"], "webhook:orders");
+    assert_eq!(forged[0]["data"]["count"], 1);
     let replay = &results[refused.len() + 1];
     assert_eq!(replay["status"], 200, "{replay}");
     assert_eq!(replay["body"]["status"], "duplicate");

@@ -113,11 +113,24 @@ impl Runtime {
         let data = || serde_json::json!({ "message_type": envelope.message_type.as_str(), "message_id": envelope.message_id });
         let caller = &match self.authenticate_envelope(caller, envelope, raw).await {
             Ok(authenticated) => authenticated,
-            Err(err) => {
-                return Err(self
-                    .audit_refusal(caller, "envelope.rejected", err, data(), (None, None))
-                    .await);
+            // Aggregated per (tenant, signer, reason): a caller claiming a peer's key needs no
+            // credential, so a forged-signature flood must not cost a write per request.
+            Err(err) if err.is_security_refusal() => {
+                let mut facts = data();
+                facts["code"] = serde_json::Value::String(err.code().as_str().to_owned());
+                let refusal = crate::security::refusals::Refusal {
+                    tenant: Some(caller.tenant.clone()),
+                    source: caller.id.clone(),
+                    reason: crate::security::refusals::RefusalReason::EnvelopeRejected,
+                    label: "envelope.rejected",
+                    data: facts,
+                };
+                return Err(match self.note_refusal(refusal).await {
+                    Ok(()) => err,
+                    Err(unwritten) => unwritten,
+                });
             }
+            Err(err) => return Err(err),
         };
         match self.serve_authenticated(caller, envelope).await {
             // Actions audit their own refusals (every profile submits them, not only envelopes).

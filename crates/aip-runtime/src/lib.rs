@@ -50,6 +50,9 @@ pub use handler::{
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};
 pub use runtime::{Runtime, RuntimeConfig, SignaturePolicy};
+pub use security::refusals::{
+    AUTH_REFUSED, NODE_LOG_TENANT, Refusal, RefusalPolicy, RefusalReason,
+};
 pub use session::SessionCheck;
 pub use session::{HEARTBEAT_INTERVAL_MS, SESSION_TTL_MS, SessionCancellation};
 pub use stream::{

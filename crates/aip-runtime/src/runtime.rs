@@ -65,6 +65,8 @@ pub struct RuntimeConfig {
     /// The node's signing key (its `did:key` is the manifest agent's `did`): signs callback
     /// deliveries. `None`: deliveries go unsigned.
     pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,
+    /// How authentication refusals are aggregated in the audit log (spec 18.3).
+    pub refusals: crate::security::refusals::RefusalPolicy,
 }
 
 /// Spec 22.2-22.3 settings.
@@ -94,6 +96,7 @@ pub struct Runtime {
     callbacks_ready: Notify,
     publisher: OnceLock<crate::callback::Publisher>,
     callback_client: OnceLock<reqwest::Client>,
+    refusal_log: crate::security::refusals::RefusalLog,
     /// Declared resources now: the configured ones, and what dynamic sources offer.
     pub(crate) resources: std::sync::RwLock<Arc<Vec<crate::resource::ResourceEntry>>>,
     /// Renderers of callback profiles that shape their own deliveries, by profile.
@@ -140,6 +143,7 @@ impl Runtime {
             callbacks_ready: Notify::new(),
             publisher: OnceLock::new(),
             callback_client: OnceLock::new(),
+            refusal_log: crate::security::refusals::RefusalLog::default(),
         })
     }
 
@@ -160,6 +164,7 @@ impl Runtime {
         );
         self.schedule_housekeeping(crate::clock::now_ms()).await?;
         crate::worker::start(self, Arc::new(crate::retention::Housekeeping));
+        self.start_refusal_flusher();
         Ok(())
     }
 
@@ -199,6 +204,10 @@ impl Runtime {
 
     pub(crate) fn config(&self) -> &RuntimeConfig {
         &self.config
+    }
+
+    pub(crate) fn refusal_log(&self) -> &crate::security::refusals::RefusalLog {
+        &self.refusal_log
     }
 
     pub(crate) fn policy(&self) -> &dyn PolicyGate {

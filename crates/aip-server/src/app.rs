@@ -199,6 +199,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         retention: config.retention.policy(&config.data_dir),
         delegation: crate::peers::policy(&config.delegation, &config.peers),
         node_key: Some(Arc::clone(&node.key)),
+        refusals: aip_runtime::RefusalPolicy {
+            window_ms: config.security.refusal_audit_window_ms,
+            admin_tenant: config.admin.tenant.clone(),
+        },
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
         Some(oauth) => Some(Arc::new(

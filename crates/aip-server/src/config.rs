@@ -310,6 +310,10 @@ pub struct SecurityConfig {
     /// did:key signers and the principal each one speaks for.
     #[serde(default)]
     pub trusted_signers: Vec<TrustedSigner>,
+    /// Authentication refusals are audited at most once per (source, reason) and window, with the
+    /// count of refusals the event stands for (spec 18.3), in milliseconds.
+    #[serde(default = "default_refusal_audit_window_ms")]
+    pub refusal_audit_window_ms: u64,
 }
 
 /// Binds a did:key to a configured principal (spec 22.2: the verifier binds the DID to a principal).
@@ -428,6 +432,9 @@ pub enum ConfigError {
 /// long (spec 22.3).
 pub const MAX_CLOCK_SKEW_MS: u64 = 15 * 60 * 1000;
 
+/// Largest `security.refusal_audit_window_ms`: a longer window would hide a flood for too long.
+pub const MAX_REFUSAL_WINDOW_MS: u64 = 60 * 60 * 1000;
+
 impl Config {
     /// Load from an optional TOML file, then apply `AIP_*` environment overrides.
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
@@ -481,6 +488,26 @@ impl Config {
                     "must be > 0 and at least security.max_clock_skew_ms ({}), not {}",
                     s.max_clock_skew_ms, s.replay_window_ms
                 ),
+            });
+        }
+        if !(100..=MAX_REFUSAL_WINDOW_MS).contains(&s.refusal_audit_window_ms) {
+            return Err(ConfigError::OutOfBounds {
+                key: "security.refusal_audit_window_ms",
+                rule: format!(
+                    "must be within 100..={MAX_REFUSAL_WINDOW_MS} (an hour), not {}",
+                    s.refusal_audit_window_ms
+                ),
+            });
+        }
+        // The node's security log is a reserved tenant: no principal may be in it.
+        let reserved = aip_runtime::NODE_LOG_TENANT;
+        if self.admin.tenant == reserved
+            || self.principals.iter().any(|p| p.tenant == reserved)
+            || self.approval_policies.iter().any(|p| p.tenant == reserved)
+        {
+            return Err(ConfigError::OutOfBounds {
+                key: "principals.tenant",
+                rule: format!("must not be {reserved}, the node's security log"),
             });
         }
         Ok(())
@@ -684,6 +711,7 @@ impl Default for SecurityConfig {
             max_clock_skew_ms: default_skew_ms(),
             replay_window_ms: default_replay_window_ms(),
             trusted_signers: Vec::new(),
+            refusal_audit_window_ms: default_refusal_audit_window_ms(),
         }
     }
 }
@@ -761,6 +789,9 @@ fn default_skew_ms() -> u64 {
 }
 fn default_replay_window_ms() -> u64 {
     600_000
+}
+fn default_refusal_audit_window_ms() -> u64 {
+    10_000
 }
 fn default_http_timeout_ms() -> u64 {
     10_000
@@ -935,6 +966,9 @@ mod tests {
             }),
             ("AIP_SECURITY__REPLAY_WINDOW_MS", "2000", |c| {
                 c.security.replay_window_ms == 2_000
+            }),
+            ("AIP_SECURITY__REFUSAL_AUDIT_WINDOW_MS", "2500", |c| {
+                c.security.refusal_audit_window_ms == 2_500
             }),
             (
                 "AIP_SECURITY__TRUSTED_SIGNERS",

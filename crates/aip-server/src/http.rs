@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::auth::AuthIndex;
 use crate::config::Config;
 use crate::error::ApiError;
+use aip_runtime::RefusalReason;
 
 /// Profile id of the native HTTP binding (spec 20.1).
 pub const PROFILE: &str = "aip.native.http.v1";
@@ -246,7 +247,14 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         });
         match token.map(|t| oauth.authenticate(t.trim())) {
             Some(Ok(found)) => caller = Some(found),
-            refused => return crate::profile::mcp::challenge(oauth, refused.and_then(Result::err)),
+            refused => {
+                let reason = match &refused {
+                    Some(_) => RefusalReason::BadOAuthToken,
+                    None => RefusalReason::MissingCredentials,
+                };
+                note_refusal(&state, &request, reason).await;
+                return crate::profile::mcp::challenge(oauth, refused.and_then(Result::err));
+            }
         }
     }
     match caller {
@@ -263,14 +271,63 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
         {
             next.run(request).await
         }
-        // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
-        None if request.method() == axum::http::Method::POST
-            && matches!(request.uri().path(), "/aip/v1/messages" | "/aip/v1/actions") =>
-        {
-            ApiError::unauthenticated().into_envelope_response()
+        None => {
+            let reason = match authorization {
+                Some(_) => RefusalReason::BadBearer,
+                None => RefusalReason::MissingCredentials,
+            };
+            note_refusal(&state, &request, reason).await;
+            // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
+            if request.method() == axum::http::Method::POST
+                && matches!(request.uri().path(), "/aip/v1/messages" | "/aip/v1/actions")
+            {
+                ApiError::unauthenticated().into_envelope_response()
+            } else {
+                ApiError::unauthenticated().into_response()
+            }
         }
-        None => ApiError::unauthenticated().into_response(),
     }
+}
+
+/// The remote address a request came from (its IP: ports change per connection), or `unknown`
+/// where the server runs without connection info (embedded in tests).
+pub(crate) fn source_of(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map_or_else(|| "unknown".to_owned(), |c| c.0.ip().to_string())
+}
+
+/// Audits a refusal before a tenant is known in the node's security log, aggregated per source
+/// and reason (spec 18.3). The request is refused whatever the log answers; a log write that fails
+/// is logged by the runtime.
+/// The future holds none of the request (a body is not `Sync`).
+pub(crate) fn note_refusal(
+    state: &AppState,
+    request: &Request,
+    reason: RefusalReason,
+) -> impl std::future::Future<Output = ()> + Send + 'static {
+    let facts = json!({ "method": request.method().as_str(), "path": request.uri().path() });
+    let source = source_of(request);
+    let state = state.clone();
+    async move { note_refusal_from(&state, source, reason, facts).await }
+}
+
+/// [`note_refusal`] for a handler that has only the source and the request's facts.
+pub(crate) async fn note_refusal_from(
+    state: &AppState,
+    source: String,
+    reason: RefusalReason,
+    facts: serde_json::Value,
+) {
+    let refusal = aip_runtime::Refusal {
+        tenant: None,
+        source,
+        reason,
+        label: aip_runtime::AUTH_REFUSED,
+        data: facts,
+    };
+    let _ = state.runtime.note_refusal(refusal).await;
 }
 
 async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
@@ -280,6 +337,7 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     if !state.guard.host_allowed(host) {
+        note_refusal(&state, &request, RefusalReason::HostNotAllowed).await;
         return ApiError::new(
             aip_core::ErrorCode::HostNotAllowed,
             "Host header not allowed",
@@ -290,6 +348,7 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         .get(header::ORIGIN)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
     if !state.guard.origin_allowed(origin, host) {
+        note_refusal(&state, &request, RefusalReason::OriginNotAllowed).await;
         return ApiError::new(aip_core::ErrorCode::OriginNotAllowed, "Origin not allowed")
             .into_response();
     }

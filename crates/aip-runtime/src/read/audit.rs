@@ -19,6 +19,35 @@ impl Runtime {
         caller: &Caller,
         request: &AuditQueryRequest,
     ) -> Result<AuditQueryResult, RuntimeError> {
+        self.read_audit_of(caller, request, &caller.tenant).await
+    }
+
+    /// The node's security log (refusals before a tenant was known, spec 18.3), read with the same
+    /// filters: for holders of `audit:read` in the admin principal's tenant; `NotFound` for anyone
+    /// else. It is browsed, never exported.
+    pub async fn read_node_audit(
+        &self,
+        caller: &Caller,
+        request: &AuditQueryRequest,
+    ) -> Result<AuditQueryResult, RuntimeError> {
+        if caller.tenant != self.config().refusals.admin_tenant || !caller.may_read_audit() {
+            return Err(RuntimeError::NotFound("audit events"));
+        }
+        if request.export || request.include_receipts {
+            return Err(RuntimeError::InvalidQuery(
+                "the node's security log is browsed, without export or receipts",
+            ));
+        }
+        self.read_audit_of(caller, request, crate::security::refusals::NODE_LOG_TENANT)
+            .await
+    }
+
+    async fn read_audit_of(
+        &self,
+        caller: &Caller,
+        request: &AuditQueryRequest,
+        tenant: &str,
+    ) -> Result<AuditQueryResult, RuntimeError> {
         if request.export {
             if !caller.may_export_audit() {
                 return Err(RuntimeError::ScopeDenied(
@@ -40,7 +69,7 @@ impl Runtime {
             .store()
             .list_audit(
                 &AuditQuery {
-                    tenant: caller.tenant.clone(),
+                    tenant: tenant.to_owned(),
                     actor: request.principal_id.as_ref().map(|p| p.as_str().to_owned()),
                     action_id: request.action_id.as_ref().map(|a| a.as_str().to_owned()),
                     session_id: request.session_id.as_ref().map(|s| s.as_str().to_owned()),

@@ -2,6 +2,8 @@
 //! envelope, signature and signer binding on signed ones, and a durable claim of each signed message
 //! id for the replay window.
 
+pub mod refusals;
+
 use aip_core::Envelope;
 use aip_store::ReplayClaim;
 use serde_json::Value;

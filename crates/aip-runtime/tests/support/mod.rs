@@ -219,6 +219,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         retention: aip_runtime::retention::RetentionPolicy::default(),
         delegation: aip_runtime::delegation::DelegationPolicy::default(),
         node_key: None,
+        refusals: aip_runtime::RefusalPolicy::default(),
     }
 }
 

@@ -114,6 +114,7 @@ async fn manifest(State(state): State<AppState>, Extension(caller): Extension<Ca
 async fn messages(
     State(state): State<AppState>,
     caller: Option<Extension<Caller>>,
+    remote: Option<Extension<axum::extract::ConnectInfo<std::net::SocketAddr>>>,
     headers: HeaderMap,
     body: Result<Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Response {
@@ -123,7 +124,18 @@ async fn messages(
         // verifies the signature against the peer's pinned key).
         None => match body.as_ref().ok().and_then(|b| peer_of(&state, b)) {
             Some(peer) => peer,
-            None => return ApiError::unauthenticated().into_envelope_response(),
+            None => {
+                let source =
+                    remote.map_or_else(|| "unknown".to_owned(), |r| r.0.0.ip().to_string());
+                crate::http::note_refusal_from(
+                    &state,
+                    source,
+                    aip_runtime::RefusalReason::MissingCredentials,
+                    serde_json::json!({ "method": "POST", "path": "/aip/v1/messages" }),
+                )
+                .await;
+                return ApiError::unauthenticated().into_envelope_response();
+            }
         },
     };
     envelope_endpoint(&state, &caller, &headers, body, Accept::AnyMessage).await
@@ -585,6 +597,9 @@ struct AuditParams {
     include_receipts: bool,
     #[serde(default)]
     export: bool,
+    /// `node`: the node's security log (refusals before a tenant was known) instead of the
+    /// caller's tenant's audit.
+    log: Option<String>,
 }
 
 async fn audit(
@@ -617,7 +632,11 @@ async fn audit(
     if let Err(refused) = semantic(&request) {
         return refused.into_response();
     }
-    read_response(runtime(&state).read_audit(&caller, &request).await)
+    match p.log.as_deref() {
+        None => read_response(runtime(&state).read_audit(&caller, &request).await),
+        Some("node") => read_response(runtime(&state).read_node_audit(&caller, &request).await),
+        Some(_) => invalid_body("log must be node").into_response(),
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -397,14 +397,31 @@ async fn admit(
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-    verify(
+    match verify(
         &subscription.secrets,
         subscription.order,
         delivery,
         &raw,
         (now, subscription.tolerance_s),
     )
-    .map_err(refusal)?;
+    .map_err(refusal)
+    {
+        Ok(()) => {}
+        Err(refused) => {
+            // Audited in the subscription's tenant, aggregated per subscription (spec 18.3); a
+            // refusal whose evidence cannot be written is still a refusal.
+            let _ = runtime
+                .note_refusal(aip_runtime::Refusal {
+                    tenant: Some(subscription.caller.tenant.clone()),
+                    source: format!("webhook:{}", subscription.id),
+                    reason: aip_runtime::RefusalReason::BadWebhookSignature,
+                    label: aip_runtime::AUTH_REFUSED,
+                    data: serde_json::json!({ "code": refused.code.as_str() }),
+                })
+                .await;
+            return Err(refused);
+        }
+    }
     // Verified: `verify` refuses a delivery without an id.
     let delivery_id = delivery.id.unwrap_or_default();
     if delivery_id.len() > MAX_DELIVERY_ID || !delivery_id.bytes().all(|b| b.is_ascii_graphic()) {
