@@ -91,6 +91,7 @@ resources_refresh_secs = 1
 [mcp_upstreams.overrides.add]
 side_effects = ["read"]
 risk = "low"
+sensitivity = "internal"
 
 [[mcp_upstreams]]
 name = "web"
@@ -147,6 +148,9 @@ side_effects = ["read"]
         json!(["write", "external_network"]),
         "conservative default"
     );
+    // Nobody declared what the tool returns: unknown (spec 9.6), unless the operator states it.
+    assert_eq!(record["contract"]["data"]["sensitivity"], "unknown");
+    assert_eq!(add["contract"]["data"]["sensitivity"], "internal");
 
     // The stdio upstream's resources are AIP resources, read through it as alice's own action.
     let (status, listed) = server.client(ALICE).get("/aip/v1/resources").await;

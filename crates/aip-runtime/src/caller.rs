@@ -17,6 +17,10 @@ pub const SCOPE_AUDIT_EXPORT: &str = "audit:export";
 /// Re-drives failed or dead-lettered callback deliveries of the caller's tenant (spec 17.3; an
 /// operator's authority).
 pub const SCOPE_CALLBACKS_REDRIVE: &str = "callbacks:redrive";
+/// Reads the outputs of other principals' actions whose data is `restricted`, `regulated` or of
+/// `unknown` sensitivity (spec 9.6: unknown is treated conservatively); an action's owner always
+/// reads its own.
+pub const SCOPE_DATA_SENSITIVE: &str = "data:sensitive";
 /// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
 pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
 
@@ -140,6 +144,11 @@ impl Caller {
     /// Whether the caller reads all objects of its tenant.
     pub fn reads_whole_tenant(&self) -> bool {
         self.has(SCOPE_ALL) || self.has(SCOPE_READ_TENANT)
+    }
+
+    /// Whether the caller reads others' sensitive outputs (see [`SCOPE_DATA_SENSITIVE`]).
+    pub fn reads_sensitive_data(&self) -> bool {
+        self.has(SCOPE_ALL) || self.has(SCOPE_DATA_SENSITIVE)
     }
 
     /// Whether the caller may export the tenant's audit events (spec 16.7).

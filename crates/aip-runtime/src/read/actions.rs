@@ -1,5 +1,6 @@
 //! Action reads (spec 16.5): status, final result, lists with every filter of the wire request.
 
+use aip_core::DataSensitivity;
 use aip_core::{
     ActionList, ActionListRequest, ActionResult, ActionResultRequest, ActionStatus,
     ActionStatusRequest,
@@ -56,7 +57,8 @@ impl Runtime {
         } else {
             None
         };
-        status_with(&record, include_result, chain)
+        let withheld = self.withheld_output(caller, &record);
+        status_with(&record, include_result, chain, withheld)
     }
 
     /// `action_result_request`: the final result; `NotFound` while there is none yet (after the
@@ -88,7 +90,34 @@ impl Runtime {
         if !record.state.is_terminal() {
             return Err(RuntimeError::NotFound("final result"));
         }
-        result::stored(&record)?.ok_or(RuntimeError::NotFound("final result"))
+        let result = result::stored(&record)?.ok_or(RuntimeError::NotFound("final result"))?;
+        Ok(match self.withheld_output(caller, &record) {
+            Some(_) => withhold(result),
+            None => result,
+        })
+    }
+
+    /// The sensitivity for which `caller` may not read `record`'s output (spec 9.6, 16.3):
+    /// `restricted`, `regulated` or `unknown` data of another principal's action, without
+    /// `data:sensitive`. A capability no longer admitted is of unknown sensitivity.
+    pub(crate) fn withheld_output(
+        &self,
+        caller: &Caller,
+        record: &ActionRecord,
+    ) -> Option<DataSensitivity> {
+        if record.principal == caller.id || caller.reads_sensitive_data() {
+            return None;
+        }
+        let sensitivity = self
+            .registry()
+            .get(&record.capability)
+            .and_then(|c| c.capability.contract.as_ref())
+            .map_or(DataSensitivity::Unknown, |c| c.data.sensitivity);
+        matches!(
+            sensitivity,
+            DataSensitivity::Restricted | DataSensitivity::Regulated | DataSensitivity::Unknown
+        )
+        .then_some(sensitivity)
     }
 
     /// `action_list_request`: the actions `caller` may read that match every filter (spec 16.3-16.4).
@@ -142,7 +171,13 @@ impl Runtime {
             } else {
                 None
             };
-            actions.push(status_with(record, request.include_results, chain)?);
+            let withheld = self.withheld_output(caller, record);
+            actions.push(status_with(
+                record,
+                request.include_results,
+                chain,
+                withheld,
+            )?);
         }
         // `total_size` counts only what this page shows: hidden objects are never counted (16.3).
         Ok(ActionList {
@@ -198,9 +233,38 @@ pub(crate) const LINK_RECEIPTS_PURGED: &str = "receipt_chain_purged";
 /// See [`LINK_RECEIPTS_PURGED`].
 pub(crate) const LINK_RECEIPT_ARCHIVE: &str = "receipt_archive";
 
+/// Link key naming the sensitivity for which a status view's result output was withheld.
+pub(crate) const LINK_RESULT_WITHHELD: &str = "result_withheld";
+
+/// `result` without what it carries of the action's data (its output, message and memory update):
+/// the status, usage, receipt and error stay.
+pub(crate) fn withhold(mut result: ActionResult) -> ActionResult {
+    result.output = None;
+    result.message = Vec::new();
+    result.memory_update = None;
+    result
+}
+
 /// The status view of `record`; a purged chain becomes links saying so, in place of the chain (the
-/// view's schema has no other field for it).
+/// view's schema has no other field for it), and a withheld output is withheld from its result.
 fn status_with(
+    record: &ActionRecord,
+    include_result: bool,
+    chain: Option<ChainView>,
+    withheld: Option<DataSensitivity>,
+) -> Result<ActionStatus, RuntimeError> {
+    let mut status = chain_status(record, include_result, chain)?;
+    if let Some(sensitivity) = withheld {
+        status.result = status.result.map(withhold);
+        status.links.insert(
+            LINK_RESULT_WITHHELD.to_owned(),
+            sensitivity.as_str().to_owned(),
+        );
+    }
+    Ok(status)
+}
+
+fn chain_status(
     record: &ActionRecord,
     include_result: bool,
     chain: Option<ChainView>,

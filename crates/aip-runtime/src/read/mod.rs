@@ -9,6 +9,8 @@ mod events;
 mod receipts;
 pub(crate) mod views;
 
+pub(crate) use actions::withhold;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -257,17 +257,23 @@ impl ActionFollower {
                 .store()
                 .list_chunks(&record.tenant, &self.action_id, Some(self.after), limit)
                 .await?;
+            let withheld = self
+                .runtime
+                .withheld_output(&self.caller, &record)
+                .is_some();
             for chunk in chunks {
-                let parsed = serde_json::from_value::<StreamChunk>(chunk.data)
-                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?;
-                self.page.push_back(parsed);
+                self.page.push_back(parse_chunk(chunk.data, withheld)?);
             }
             if !self.page.is_empty() {
                 continue;
             }
             if record.state.is_terminal() {
                 self.finished = true;
-                return Ok(result::stored(&record)?.map(|r| StreamItem::Result(Box::new(r))));
+                let result = match self.runtime.withheld_output(&self.caller, &record) {
+                    Some(_) => result::stored(&record)?.map(crate::read::withhold),
+                    None => result::stored(&record)?,
+                };
+                return Ok(result.map(|r| StreamItem::Result(Box::new(r))));
             }
             if !watch.changed_within(self.idle).await {
                 return Ok(Some(StreamItem::Idle));
@@ -400,7 +406,7 @@ impl Runtime {
                 terminal: true,
             });
         };
-        let chunks = self.chunks_after(&record, after, limit).await?;
+        let chunks = self.chunks_after(caller, &record, after, limit).await?;
         let last = chunks.last().map_or(after, |c| c.sequence);
         Ok(ChunkPage {
             cursor: self.stream_cursor(caller, &record.action_id, StreamPosition::After(last)),
@@ -420,25 +426,36 @@ impl Runtime {
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
         let limit = self.limit(Some(limit.unwrap_or(self.config().max_list_limit)))?;
         let record = self.visible_action(caller, action_id).await?;
-        self.chunks_after(&record, 0, limit).await
+        self.chunks_after(caller, &record, 0, limit).await
     }
 
     async fn chunks_after(
         &self,
+        caller: &Caller,
         record: &aip_store::ActionRecord,
         after: u64,
         limit: Limit,
     ) -> Result<Vec<StreamChunk>, RuntimeError> {
+        let withheld = self.withheld_output(caller, record).is_some();
         self.store()
             .list_chunks(&record.tenant, &record.action_id, Some(after), limit)
             .await?
             .into_iter()
-            .map(|chunk| {
-                serde_json::from_value::<StreamChunk>(chunk.data)
-                    .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))
-            })
+            .map(|chunk| parse_chunk(chunk.data, withheld))
             .collect()
     }
+}
+
+/// A stored chunk; `withheld` (spec 9.6): without the action's data it carries (its `data` and
+/// `part`), its kind and sequence stay, so a reader still follows the stream to its end.
+fn parse_chunk(stored: serde_json::Value, withheld: bool) -> Result<StreamChunk, RuntimeError> {
+    let mut chunk = serde_json::from_value::<StreamChunk>(stored)
+        .map_err(|e| RuntimeError::Storage(StoreError::Corrupt(e.to_string())))?;
+    if withheld && !matches!(chunk.kind, StreamChunkKind::Error) {
+        chunk.data = None;
+        chunk.part = None;
+    }
+    Ok(chunk)
 }
 
 /// The cursor scope of one reader's view of one action stream.

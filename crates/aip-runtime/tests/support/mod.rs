@@ -108,6 +108,17 @@ impl Harness {
             scoped_echo("cap:t:scope:capability:b", "capability"),
             Arc::new(aip_runtime::handler::demo::EchoHandler),
         ));
+        // Echoes whose outputs are of each sensitivity (spec 9.6).
+        for sensitivity in ["confidential", "restricted", "regulated", "unknown"] {
+            let mut echo = scoped_echo(&format!("cap:t:data:{sensitivity}"), "principal");
+            if let Some(contract) = echo.contract.as_mut() {
+                contract.data.sensitivity = serde_json::from_value(json!(sensitivity)).unwrap();
+            }
+            entries.push(entry(
+                echo,
+                Arc::new(aip_runtime::handler::demo::EchoHandler),
+            ));
+        }
         let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
         runtime.start().await.unwrap();
         Self {

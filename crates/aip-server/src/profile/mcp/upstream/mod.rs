@@ -157,6 +157,10 @@ pub struct ToolOverride {
     /// The tool's name on this node's own `/mcp` (default: derived from the capability id).
     #[serde(default)]
     pub mcp_name: Option<String>,
+    /// The sensitivity of the data it returns (default `unknown`: nobody declared it, so its
+    /// outputs are treated as sensitive, spec 9.6).
+    #[serde(default)]
+    pub sensitivity: Option<aip_core::DataSensitivity>,
 }
 
 /// Connects every upstream and returns its tools as capabilities. An upstream that cannot be
@@ -401,7 +405,7 @@ pub(crate) fn capability(
         "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": false,
                        "supports_cancel": !mutation, "supports_retry": !mutation, "expected_completion": "any",
                        "retry_safety": if mutation { "unsafe" } else { "safe" } },
-        "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false },
+        "data": { "sensitivity": o.sensitivity.unwrap_or(aip_core::DataSensitivity::Unknown), "contains_pii": false, "redaction_required": false },
     });
     if let Some(approval) = &o.approval {
         contract["approval"] = approval.clone();
