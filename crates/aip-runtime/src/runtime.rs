@@ -49,6 +49,11 @@ pub struct RuntimeConfig {
     /// resolver keys (`principal:<id>`, `role:<name>`, `group:<name>`), by id. Filters approval
     /// lists by approver.
     pub directory: HashMap<String, Vec<String>>,
+    /// Every principal this node authenticates (configured principals, peers, webhook
+    /// subscriptions) by id, as configured now: an approved action's requester is revalidated
+    /// against it just before dispatch (spec 12.5). Empty: an embedded runtime without an identity
+    /// configuration, which revalidates against the scopes admitted with the action.
+    pub principals: HashMap<String, crate::caller::Caller>,
     /// Declared resources (spec 9.7), checked with `resource::check_resources`.
     pub resources: Vec<crate::resource::ResourceEntry>,
     /// How long after a commit's admission the runtime first reconciles it if its outcome is then

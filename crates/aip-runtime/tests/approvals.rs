@@ -19,6 +19,16 @@ const TENANT: &str = "t";
 /// A node over the SQLite file at `path`: the demo capabilities plus `cap:t:gated` (a transfer
 /// whose approval lives `ttl_ms`). Workers run only when `start` is set.
 async fn node(path: &Path, ttl_ms: u64, start: bool) -> Arc<Runtime> {
+    node_with(path, ttl_ms, start, |_| {}).await
+}
+
+/// [`node`] with its runtime configuration edited (a restart under a changed configuration).
+async fn node_with(
+    path: &Path,
+    ttl_ms: u64,
+    start: bool,
+    edit: impl FnOnce(&mut aip_runtime::RuntimeConfig),
+) -> Arc<Runtime> {
     let store: Arc<dyn aip_store::Store> =
         Arc::new(aip_store::SqliteStore::open(path).await.unwrap());
     let mut entries = demo_capabilities(Arc::clone(&store));
@@ -61,6 +71,7 @@ async fn node(path: &Path, ttl_ms: u64, start: bool) -> Arc<Runtime> {
     ] {
         config.directory.insert(c.id.clone(), c.resolver_keys());
     }
+    edit(&mut config);
     let runtime = Runtime::new(store, Registry::admit(entries).unwrap(), config);
     if start {
         runtime.start().await.unwrap();
@@ -742,4 +753,72 @@ async fn a_tenant_policy_rule_is_satisfied_only_by_the_directorys_members() {
     let done = terminal(&runtime, &action_id).await;
     assert_eq!(state_of(&done), "completed", "{done:?}");
     assert_eq!(transfers(&runtime).await, 1);
+}
+
+#[tokio::test]
+async fn an_approved_action_is_revalidated_against_the_current_policy_standing_and_scopes_before_dispatch()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.sqlite");
+    // A transfer granted on a node that stops before dispatching it, dispatched by a node that
+    // restarts under `edit` (and an approval lifetime of `ttl_ms`): its end state and error code.
+    let granted_then = |edit: Box<dyn FnOnce(&mut aip_runtime::RuntimeConfig)>, ttl_ms: u64| {
+        let path = path.clone();
+        async move {
+            let runtime = node(&path, 60_000, false).await;
+            let (action_id, approval_id) =
+                transfer(&runtime, &requester(), "cap:t:gated", 500).await;
+            let (_, reply) = decide(&runtime, &approver(1), &approval_id, "approved").await;
+            assert_eq!(
+                reply["body"]["approval_record_view"]["status"], "approved",
+                "{reply}"
+            );
+            drop(runtime);
+            let runtime = node_with(&path, ttl_ms, true, edit).await;
+            let status = terminal(&runtime, &action_id).await;
+            let ran = transfers(&runtime).await;
+            runtime.shutdown();
+            (state_of(&status), error_code(&status), ran)
+        }
+    };
+    let failed = |code: &str| ("failed".to_owned(), code.to_owned(), 0);
+    // The capability's policy changed (another approval lifetime): it is not the approved one.
+    assert_eq!(
+        granted_then(Box::new(|_| {}), 120_000).await,
+        failed("aip.policy.policy_hash_mismatch")
+    );
+    // The approver lost the role the policy needs.
+    let demoted = |c: &mut aip_runtime::RuntimeConfig| {
+        c.directory
+            .insert("approver-1".into(), vec!["principal:approver-1".into()]);
+    };
+    assert_eq!(
+        granted_then(Box::new(demoted), 60_000).await,
+        failed("aip.policy.approver_not_eligible")
+    );
+    // The requester no longer holds an invoke scope, or is no longer configured at all.
+    let narrowed = |c: &mut aip_runtime::RuntimeConfig| {
+        let mut alice = requester();
+        alice.scopes = vec!["read:tenant".into()];
+        c.principals.insert(alice.id.clone(), alice);
+    };
+    assert_eq!(
+        granted_then(Box::new(narrowed), 60_000).await,
+        failed("aip.policy.scope_denied")
+    );
+    let removed = |c: &mut aip_runtime::RuntimeConfig| {
+        c.principals.insert(reader().id.clone(), reader());
+    };
+    assert_eq!(
+        granted_then(Box::new(removed), 60_000).await,
+        failed("aip.policy.scope_denied")
+    );
+    // Nothing changed: it runs, once.
+    let same = |c: &mut aip_runtime::RuntimeConfig| {
+        c.principals.insert(requester().id.clone(), requester());
+    };
+    assert_eq!(
+        granted_then(Box::new(same), 60_000).await,
+        ("completed".to_owned(), String::new(), 1)
+    );
 }

@@ -192,6 +192,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         manifest_limits: json!({ "max_body_bytes": limits.max_body_bytes, "max_list_limit": limits.max_list_limit, "max_wait_ms": limits.max_wait_ms }),
         profiles: profiles(config),
         directory: auth.directory(),
+        principals: {
+            let mut all = auth.callers();
+            all.extend(webhooks.callers().map(|c| (c.id.clone(), c.clone())));
+            all
+        },
         resources,
         reconcile_after_ms: limits.reconcile_after_ms,
         callbacks: config.callbacks.policy(),

@@ -148,6 +148,15 @@ impl AuthIndex {
         self.peers.get(did)
     }
 
+    /// Every principal this index authenticates (by bearer token or as a peer), by id.
+    pub fn callers(&self) -> HashMap<String, Caller> {
+        self.by_hash
+            .values()
+            .chain(self.peers.values())
+            .map(|c| (c.id.clone(), c.clone()))
+            .collect()
+    }
+
     /// The principal directory as the approval resolver sees it (spec 12.1): each configured
     /// principal's resolver keys, by id.
     pub fn directory(&self) -> HashMap<String, Vec<String>> {

@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::action::ACTION_QUEUE;
 use crate::action::result;
+use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::events::action_event;
@@ -243,7 +244,10 @@ impl Runtime {
                     "the governed action no longer matches what was approved",
                 ))
             }
-            ApprovalState::Approved => None,
+            ApprovalState::Approved => {
+                self.revalidate_approved(record, &approval, &snapshot)
+                    .await?
+            }
             ApprovalState::Revoked => Some((
                 ErrorCode::ApprovalRevoked,
                 "the approval was revoked before the action ran",
@@ -261,6 +265,147 @@ impl Runtime {
                 "the action is queued but its approval is not granted",
             )),
         })
+    }
+
+    /// Spec 12.5 against what holds **now**, not only the stored snapshot: the requester still
+    /// exists and may invoke the capability, the capability's current policy for this input is
+    /// the one approved (its hash), and the approving principals still have the standing the
+    /// policy needs (they exist, hold the roles or memberships, and none holds an excluded role).
+    /// Any change fails the action with a typed code; it is never dispatched.
+    async fn revalidate_approved(
+        &self,
+        record: &ActionRecord,
+        approval: &aip_store::ApprovalRecord,
+        snapshot: &crate::approval::Snapshot,
+    ) -> Result<Option<(ErrorCode, &'static str)>, RuntimeError> {
+        let corrupt = |what: &str| {
+            RuntimeError::Storage(StoreError::Corrupt(format!(
+                "action {}: {what}",
+                record.action_id
+            )))
+        };
+        let Some(capability) = self.registry().get(&record.capability).cloned() else {
+            return Ok(Some((
+                ErrorCode::CapabilityNotFound,
+                "capability is no longer admitted",
+            )));
+        };
+        let Some(requester) = self.current_requester(record)? else {
+            return Ok(Some((
+                ErrorCode::ScopeDenied,
+                "the requester is no longer a configured principal; the action did not run",
+            )));
+        };
+        if !requester.may_invoke(&record.capability) {
+            return Ok(Some((
+                ErrorCode::ScopeDenied,
+                "the requester no longer holds a scope to invoke this capability",
+            )));
+        }
+        let action: aip_core::Action = record
+            .request
+            .get("action")
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|_| corrupt("stored action"))?
+            .ok_or_else(|| corrupt("no stored action"))?;
+        let mode = crate::handler::Mode::parse(&record.mode).ok_or_else(|| corrupt("mode"))?;
+        let subject = crate::admission::policy::PolicySubject {
+            caller: &requester,
+            capability: &capability,
+            action: &action,
+            mode,
+        };
+        let changed = Some((
+            ErrorCode::PolicyHashMismatch,
+            "the capability's approval policy changed since it was approved; the action did not run",
+        ));
+        let (policy, excluded_roles) = match self.policy().evaluate(&subject).await {
+            Ok(crate::admission::policy::PolicyDecision::RequireApproval {
+                policy,
+                excluded_roles,
+            }) => (*policy, excluded_roles),
+            Ok(_) => return Ok(changed),
+            Err(refused) => {
+                return Ok(Some((
+                    refused.code(),
+                    "the current policy refuses the requester; the action did not run",
+                )));
+            }
+        };
+        let input_hash = record.input_hash.as_deref().unwrap_or_default();
+        let now_hash = crate::approval::policy_hash(
+            (&policy, &excluded_roles),
+            &record.capability,
+            input_hash,
+            &crate::approval::requester_of(record)?,
+            record.request.get("transaction").unwrap_or(&json!(null)),
+        );
+        if now_hash != approval.policy_hash {
+            return Ok(changed);
+        }
+        // Standing: each approver as the directory knows it now (an embedded runtime without a
+        // directory has only the standing recorded with each decision).
+        let directory = &self.config().directory;
+        if directory.is_empty() {
+            return Ok(None);
+        }
+        let decisions = self
+            .store()
+            .list_decisions(&record.tenant, &approval.approval_id)
+            .await?;
+        let mut votes: Vec<crate::approval::Vote> = Vec::new();
+        for d in decisions.iter().filter(|d| d.kind == "approved") {
+            let Some(keys) = directory.get(&d.approver) else {
+                continue;
+            };
+            let excluded = excluded_roles
+                .iter()
+                .chain(&snapshot.excluded_roles)
+                .any(|r| keys.contains(&format!("role:{r}")));
+            if !excluded && !votes.iter().any(|v| v.principal == d.approver) {
+                votes.push(crate::approval::Vote {
+                    principal: d.approver.clone(),
+                    keys: keys.clone(),
+                });
+            }
+        }
+        if !crate::approval::satisfied(&policy, &votes) {
+            return Ok(Some((
+                ErrorCode::ApproverNotEligible,
+                "an approver no longer has the standing the policy requires; the action did not run",
+            )));
+        }
+        Ok(None)
+    }
+
+    /// The requester of `record` as configured now: from [`RuntimeConfig::principals`] when the
+    /// node has an identity configuration (`None` when the requester is no longer in it), else as
+    /// admitted (the stored scopes).
+    fn current_requester(&self, record: &ActionRecord) -> Result<Option<Caller>, RuntimeError> {
+        let principals = &self.config().principals;
+        if !principals.is_empty() {
+            return Ok(principals
+                .get(&record.principal)
+                .filter(|c| c.tenant == record.tenant)
+                .cloned());
+        }
+        let mut requester = crate::approval::requester_of(record)?;
+        requester.scopes = record
+            .request
+            .pointer("/caller/scopes")
+            .cloned()
+            .map(serde_json::from_value)
+            .transpose()
+            .map_err(|_| {
+                RuntimeError::Storage(StoreError::Corrupt(format!(
+                    "action {}: stored scopes",
+                    record.action_id
+                )))
+            })?
+            .unwrap_or_default();
+        Ok(Some(requester))
     }
 
     /// Settles an action no job can finish any more (its job is out of attempts or gone): an

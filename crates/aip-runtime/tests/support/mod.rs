@@ -223,6 +223,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         manifest_limits: json!({}),
         profiles: vec![aip_core::ProfileId::new("aip.native.http.v1")],
         directory: HashMap::new(),
+        principals: HashMap::new(),
         resources: Vec::new(),
         reconcile_after_ms: 0,
         callbacks: aip_runtime::callback::CallbackPolicy::default(),

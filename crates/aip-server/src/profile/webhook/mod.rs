@@ -188,6 +188,11 @@ impl Webhooks {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The principals the subscriptions act as.
+    pub fn callers(&self) -> impl Iterator<Item = &Caller> {
+        self.0.values().map(|s| &s.caller)
+    }
 }
 
 fn subscription<'a>(
