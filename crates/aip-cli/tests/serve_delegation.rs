@@ -420,18 +420,7 @@ async fn a_cancelled_or_expired_parent_stops_its_child_and_an_expired_one_is_unc
     let child_view = b.wait_terminal(&child).await;
     assert_eq!(child_view["state"], "cancelled", "{child_view}");
     // The follow-up asks the peer again and records what the child did (spec 14.5).
-    let mut reconciled = Value::Null;
-    for _ in 0..200 {
-        let (_, events) = a.get(&format!("/aip/v1/actions/{parent}/events")).await;
-        if let Some(e) = events["events"].as_array().and_then(|list| {
-            list.iter()
-                .find(|e| e["kind"] == "aip.delegation.reconciled")
-        }) {
-            reconciled = e.clone();
-            break;
-        }
-        pause(100).await;
-    }
+    let reconciled = reconciled_event(&a, &parent).await;
     assert_eq!(
         reconciled["data"]["outcome"], "not_completed",
         "{reconciled}"
@@ -512,51 +501,9 @@ async fn a_capability_is_delegated_to_a_peer_over_nats_and_completes_from_its_si
 
 #[tokio::test]
 async fn a_delegating_node_killed_mid_delegation_re_attaches_to_the_same_child_after_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
-    std::fs::create_dir_all(&a_dir).unwrap();
-    std::fs::create_dir_all(&b_dir).unwrap();
-    let a_did = key_file(
-        &a_dir.join("node.key"),
-        &aip_core::signing::generate_signing_key(),
-    );
-    let b_did = key_file(
-        &b_dir.join("node.key"),
-        &aip_core::signing::generate_signing_key(),
-    );
-    let b_port = free_port();
-    let b = start(
-        &b_dir,
-        b_port,
-        &format!(
-            "node_key_file = \"{}\"\n[delegation]\ntrust_domain = \"b.example\"\n\n\
-             [[peers]]\nname = \"a\"\ndid = \"{a_did}\"\ntrust_domain = \"a.example\"\nscopes = [\"invoke:cap:demo:sleep\"]\n",
-            b_dir.join("node.key").display()
-        ),
-    );
-    let (_, manifest) = b.admin().get("/aip/v1/manifest").await;
-    let sleep = manifest["capabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == "cap:demo:sleep")
-        .unwrap()
-        .clone();
-    let a_port = free_port();
-    let a_config = format!(
-        "node_key_file = \"{}\"\n[limits]\nlease_ms = 2000\n\n[delegation]\ntrust_domain = \"a.example\"\n\n\
-         [[peers]]\nname = \"b\"\ndid = \"{b_did}\"\ntrust_domain = \"b.example\"\nurl = \"http://127.0.0.1:{b_port}\"\n\n{}",
-        a_dir.join("node.key").display(),
-        routed(
-            "cap:b:sleep",
-            &sleep["contract"],
-            &sleep["input_schema"],
-            "b",
-            "cap:demo:sleep",
-            None
-        ),
-    );
-    let mut a = start(&a_dir, a_port, &a_config);
+    let l = linked("cap:demo:sleep").await;
+    let (a_dir, a_port, a_config, b) = (&l.a_dir, l.a_port, &l.a_config, &l.b);
+    let mut a = start(a_dir, a_port, a_config);
     let parent = id("act_");
     let (status, reply) = a
         .admin()
@@ -575,7 +522,7 @@ async fn a_delegating_node_killed_mid_delegation_re_attaches_to_the_same_child_a
     }
     assert!(running, "the child runs on B");
     a.kill();
-    let a = start(&a_dir, a_port, &a_config);
+    let a = start(a_dir, a_port, a_config);
     let view = a.admin().wait_terminal(&parent).await;
     assert_eq!(view["state"], "completed", "{view}");
     assert_eq!(view["result"]["output"]["slept_ms"], 3000, "{view}");
@@ -588,4 +535,153 @@ async fn a_delegating_node_killed_mid_delegation_re_attaches_to_the_same_child_a
         1,
         "B ran one child: {list}"
     );
+}
+
+/// Node B serving `remote` to node A, which routes it as `cap:b:<name>` (A not started yet).
+struct Linked {
+    _dir: tempfile::TempDir,
+    a_dir: std::path::PathBuf,
+    b_dir: std::path::PathBuf,
+    a_port: u16,
+    b_port: u16,
+    a_config: String,
+    b_config: String,
+    b: Server,
+}
+
+async fn linked(remote: &str) -> Linked {
+    let dir = tempfile::tempdir().unwrap();
+    let (a_dir, b_dir) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a_dir).unwrap();
+    std::fs::create_dir_all(&b_dir).unwrap();
+    let a_did = key_file(
+        &a_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    let b_did = key_file(
+        &b_dir.join("node.key"),
+        &aip_core::signing::generate_signing_key(),
+    );
+    let b_port = free_port();
+    let b_config = format!(
+        "node_key_file = \"{}\"\n[delegation]\ntrust_domain = \"b.example\"\n\n\
+         [[peers]]\nname = \"a\"\ndid = \"{a_did}\"\ntrust_domain = \"a.example\"\nscopes = [\"invoke:{remote}\"]\n",
+        b_dir.join("node.key").display()
+    );
+    let b = start(&b_dir, b_port, &b_config);
+    let (_, manifest) = b.admin().get("/aip/v1/manifest").await;
+    let served = manifest["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == remote)
+        .unwrap()
+        .clone();
+    let a_port = free_port();
+    let name = remote.rsplit(':').next().unwrap();
+    let a_config = format!(
+        "node_key_file = \"{}\"\n[limits]\nlease_ms = 2000\n\n[delegation]\ntrust_domain = \"a.example\"\n\n\
+         [[peers]]\nname = \"b\"\ndid = \"{b_did}\"\ntrust_domain = \"b.example\"\nurl = \"http://127.0.0.1:{b_port}\"\n\n{}",
+        a_dir.join("node.key").display(),
+        routed(
+            &format!("cap:b:{name}"),
+            &served["contract"],
+            &served["input_schema"],
+            "b",
+            remote,
+            None
+        ),
+    );
+    Linked {
+        _dir: dir,
+        a_dir,
+        b_dir,
+        a_port,
+        b_port,
+        a_config,
+        b_config,
+        b,
+    }
+}
+
+/// `server`'s demo approver `n` (its token file in the data directory).
+fn approver(server: &Server, dir: &Path, n: u32) -> Client {
+    let token = std::fs::read_to_string(dir.join(format!("data/approver-{n}.token"))).unwrap();
+    server.client(token.trim())
+}
+
+#[tokio::test]
+async fn an_approved_write_whose_peer_dies_before_the_deadline_is_uncertain_and_later_records_the_childs_outcome()
+ {
+    let mut l = linked("cap:demo:transfer").await;
+    let a = start(&l.a_dir, l.a_port, &l.a_config);
+    let parent = id("act_");
+    let (status, reply) = a
+        .admin()
+        .act(json!({ "id": parent, "capability_id": "cap:b:transfer", "mode": "async", "timeout_ms": 6000,
+                     "input": { "amount_minor": 500, "to": "acct:bob" } }))
+        .await;
+    assert_eq!(status, 202, "{reply}");
+    // Approved here, then the child waits for its own approval on B.
+    let approval = reply["extensions"]["approval"]["approval_id"]
+        .as_str()
+        .unwrap();
+    let (status, granted) = approver(&a, &l.a_dir, 1)
+        .post(
+            &format!("/aip/v1/approvals/{approval}/decision"),
+            &json!({ "decision": "approved" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{granted}");
+    let (_, child) = aip_runtime::delegation::ids_of("default", &parent);
+    let mut waiting = false;
+    for _ in 0..200 {
+        let (status, view) = l.b.admin().get(&format!("/aip/v1/actions/{child}")).await;
+        if status == 200 && view["state"] == "pending_approval" {
+            waiting = true;
+            break;
+        }
+        pause(25).await;
+    }
+    assert!(waiting, "the child waits for approval on B");
+    // B dies before the parent's deadline: the parent retries within the time left, then ends
+    // uncertain (it cannot know whether the child ran), never expired.
+    l.b.kill();
+    let view = a.admin().wait_terminal(&parent).await;
+    assert_eq!(view["state"], "failed", "{view}");
+    assert_eq!(
+        view["result"]["error"]["code"], "aip.connector.uncertain_outcome",
+        "{view}"
+    );
+    // B comes back and its approver grants the child, which runs there; A's follow-up asks B
+    // again and records the child's definitive outcome on the parent.
+    let b = start(&l.b_dir, l.b_port, &l.b_config);
+    let (_, child_view) = b.admin().get(&format!("/aip/v1/actions/{child}")).await;
+    let child_approval = child_view["approval_id"].as_str().unwrap().to_owned();
+    let (status, granted) = approver(&b, &l.b_dir, 1)
+        .post(
+            &format!("/aip/v1/approvals/{child_approval}/decision"),
+            &json!({ "decision": "approved" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{granted}");
+    assert_eq!(b.admin().wait_terminal(&child).await["state"], "completed");
+    let reconciled = reconciled_event(&a.admin(), &parent).await;
+    assert_eq!(reconciled["data"]["outcome"], "completed", "{reconciled}");
+    assert_eq!(reconciled["data"]["child_action_id"], child.as_str());
+}
+
+/// The parent's `aip.delegation.reconciled` event, once the follow-up wrote it (null after 30 s).
+async fn reconciled_event(a: &Client, parent: &str) -> Value {
+    for _ in 0..300 {
+        let (_, events) = a.get(&format!("/aip/v1/actions/{parent}/events")).await;
+        if let Some(e) = events["events"].as_array().and_then(|list| {
+            list.iter()
+                .find(|e| e["kind"] == "aip.delegation.reconciled")
+        }) {
+            return e.clone();
+        }
+        pause(100).await;
+    }
+    Value::Null
 }

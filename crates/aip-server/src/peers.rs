@@ -227,6 +227,11 @@ pub fn handler(
         ),
         contract_digest: aip_runtime::delegation::contract_digest(capability.contract.as_ref()),
         modes,
+        mutation: capability.contract.as_ref().is_none_or(|c| {
+            c.side_effects
+                .iter()
+                .any(|e| *e != aip_core::SideEffect::Read)
+        }),
     };
     let handler = aip_runtime::handler::peer::PeerHandler::new(
         route,

@@ -89,6 +89,10 @@ pub struct PeerRoute {
     pub contract_digest: String,
     /// The modes the capability is offered in here.
     pub modes: BTreeSet<Mode>,
+    /// Whether the delegated capability mutates (any side effect beyond `read`, or no contract):
+    /// a parent interrupted while its child may have run is then an uncertain outcome that the
+    /// follow-up timer reconciles, never a re-run (spec 13.6, 14.5).
+    pub mutation: bool,
 }
 
 /// Delegates each action to a peer.
@@ -272,9 +276,9 @@ impl ActionHandler for PeerHandler {
         HandlerSupport {
             modes: self.route.modes.clone(),
             cancellable: true,
-            // Re-running the parent re-attaches to the one child the peer admitted (its id is the
-            // parent's), so a restart resumes the delegation instead of repeating the work.
-            mutation: false,
+            // A read re-run re-attaches to the one child the peer admitted (its id is the
+            // parent's); a mutation interrupted is reconciled instead (its child may have acted).
+            mutation: self.route.mutation,
             transactions: None,
         }
     }
@@ -428,8 +432,15 @@ impl ActionHandler for PeerHandler {
                 // child's id is fixed), so asking again is safe.
                 Err(e) => {
                     tracing::warn!(peer = %self.route.peer.name, error = %e, "delegation exchange failed; retrying");
+                    // Never past the time left: the deadline branch above must run before the
+                    // runtime cuts the handler off, so the child is cancelled and the parent says
+                    // its outcome is unknown.
+                    let left = ctx
+                        .deadline
+                        .saturating_duration_since(tokio::time::Instant::now().into_std())
+                        .saturating_sub(DEADLINE_MARGIN);
                     tokio::select! {
-                        () = tokio::time::sleep(backoff) => {}
+                        () = tokio::time::sleep(backoff.min(left)) => {}
                         () = ctx.cancellation.cancelled(), if !cancel_sent => {}
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(5));
