@@ -89,8 +89,8 @@ async fn cancelling_a_session_requests_cancellation_of_each_open_cancellable_act
     assert_eq!(view.active_action_count, 1);
     assert_eq!(
         serde_json::to_value(view.status).unwrap(),
-        "active",
-        "cancelling a session's actions does not close it"
+        "processing",
+        "cancelling a session's actions does not close it: it is processing the one running on"
     );
 
     // The intent is durable: one cancel_requested event per requested action, one for the session.

@@ -515,7 +515,13 @@ impl Runtime {
             capability: None,
             transaction_id: None,
         };
-        let active = self.store().count_active_actions(&query).await?;
+        let activity = self.store().active_actions_by_state(&query).await?;
+        let active = activity.iter().map(|a| a.count).sum();
+        if s.state == SessionState::Active {
+            let mut reported = s.clone();
+            reported.state = activity_state(&activity);
+            return self.session_view(&reported, active);
+        }
         self.session_view(s, active)
     }
 
@@ -649,6 +655,28 @@ impl Runtime {
 }
 
 /// Whether a session in `state` takes new actions.
+/// What an `active` session is doing, as spec 10.3 names it, from its live actions: one waiting
+/// for a human makes it `waiting_for_human`, else one streaming `streaming`, else one running
+/// `processing`, else one waiting for a worker `queued`; with none it is `active`. The stored
+/// lifecycle state stays `active` (a session runs many actions; it accepts more in every one of
+/// these states), so the activity is derived where it is read and can never be stale.
+fn activity_state(activity: &[aip_store::ActiveActions]) -> SessionState {
+    use aip_store::ActionState as A;
+    let any = |f: &dyn Fn(&aip_store::ActiveActions) -> bool| activity.iter().any(f);
+    if any(&|a| a.state == A::PendingApproval) {
+        SessionState::WaitingForHuman
+    } else if any(&|a| a.state == A::Streaming || (a.state == A::Running && a.mode == "streaming"))
+    {
+        SessionState::Streaming
+    } else if any(&|a| matches!(a.state, A::Running | A::Cancelling)) {
+        SessionState::Processing
+    } else if any(&|a| matches!(a.state, A::Queued | A::Accepted | A::Unknown)) {
+        SessionState::Queued
+    } else {
+        SessionState::Active
+    }
+}
+
 pub(crate) fn takes_actions(state: SessionState) -> bool {
     matches!(
         state,

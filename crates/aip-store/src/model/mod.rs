@@ -326,6 +326,17 @@ pub struct ActionRecord {
     pub result: Option<Value>,
 }
 
+/// How many non-terminal actions are in one state and mode (a session's activity, spec 10.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveActions {
+    /// Their state.
+    pub state: ActionState,
+    /// Their mode as stored (`sync`, `async`, `streaming`).
+    pub mode: String,
+    /// How many.
+    pub count: u64,
+}
+
 /// An idempotency reservation request (spec 9.5), reserved atomically with the action row.
 #[derive(Debug, Clone)]
 pub struct IdempotencyClaim {

@@ -250,21 +250,38 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
     }
 
     async fn count_active_actions(&self, q: &ActionQuery) -> StoreResult<u64> {
-        let session = super::session_filter(3, q.session_id.is_some());
-        let row = query(format!(
-            "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
-             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
-             AND {session} \
-             AND (CAST($4 AS TEXT) IS NULL OR capability = $4) \
-             AND state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered')",
+        let row = query(format!("SELECT COUNT(*) AS n {}", active_where(q)))
+            .bind(&q.tenant)
+            .bind(q.principal.as_deref())
+            .bind(q.session_id.as_deref())
+            .bind(q.capability.as_deref())
+            .fetch_one(self.reader())
+            .await?;
+        to_u64(row.try_get("n")?, "active action count")
+    }
+
+    async fn active_actions_by_state(&self, q: &ActionQuery) -> StoreResult<Vec<ActiveActions>> {
+        let rows = query(format!(
+            "SELECT state, mode, COUNT(*) AS n {} GROUP BY state, mode ORDER BY state, mode",
+            active_where(q)
         ))
         .bind(&q.tenant)
         .bind(q.principal.as_deref())
         .bind(q.session_id.as_deref())
         .bind(q.capability.as_deref())
-        .fetch_one(self.reader())
+        .fetch_all(self.reader())
         .await?;
-        to_u64(row.try_get("n")?, "active action count")
+        rows.iter()
+            .map(|r| {
+                let state: String = r.try_get("state")?;
+                Ok(ActiveActions {
+                    state: ActionState::parse(&state)
+                        .ok_or_else(|| StoreError::Corrupt(format!("action state {state}")))?,
+                    mode: r.try_get("mode")?,
+                    count: to_u64(r.try_get("n")?, "active action count")?,
+                })
+            })
+            .collect()
     }
 
     async fn transition_action(&self, t: Transition) -> StoreResult<ActionRecord> {
@@ -323,6 +340,19 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
 /// A compare-and-set transition (with its fence, result, receipts and events) inside a write:
 /// `transition_action`, and the writes of other aggregates that move an action (an approval's
 /// decision) in their own transaction.
+/// `FROM` and `WHERE` of the non-terminal actions under `q` ($1 tenant, $2 principal, $3 session,
+/// $4 capability).
+fn active_where(q: &ActionQuery) -> String {
+    let session = super::session_filter(3, q.session_id.is_some());
+    format!(
+        "FROM aip_actions WHERE tenant = $1 \
+         AND (CAST($2 AS TEXT) IS NULL OR principal = $2) \
+         AND {session} \
+         AND (CAST($4 AS TEXT) IS NULL OR capability = $4) \
+         AND state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered')"
+    )
+}
+
 pub(super) async fn tx_transition<D: Dialect>(
     tx: &mut dyn Tx,
     t: &Transition,

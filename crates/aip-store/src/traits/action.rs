@@ -29,6 +29,11 @@ pub trait ActionStore: Send + Sync + 'static {
     /// `active_action_count` (spec 10.4), counted under the reader's scope like a list.
     async fn count_active_actions(&self, query: &ActionQuery) -> StoreResult<u64>;
 
+    /// The non-terminal actions matching `query` (its `state` filter is ignored) counted by state
+    /// and mode, under the reader's scope like a list: what a session is doing (spec 10.3).
+    async fn active_actions_by_state(&self, query: &ActionQuery)
+    -> StoreResult<Vec<ActiveActions>>;
+
     /// Compare-and-set transition with its result, events and receipts in one transaction.
     /// Terminal states are final ([`crate::StoreError::Terminal`]); a mismatched current state is
     /// [`crate::StoreError::StateConflict`]; a fenced write from a stale lease is

@@ -350,6 +350,17 @@ pub async fn active_actions_are_counted_per_session_under_the_readers_scope(h: &
         ..Default::default()
     };
     assert_eq!(s.count_active_actions(&t2).await.unwrap(), 0);
+    // The same actions by state and mode: what the session is doing (spec 10.3).
+    let by_state = s.active_actions_by_state(&session(None)).await.unwrap();
+    assert_eq!(
+        by_state
+            .iter()
+            .map(|a| (a.state, a.count))
+            .collect::<Vec<_>>(),
+        [(ActionState::Accepted, 2)],
+        "{by_state:?}"
+    );
+    assert!(s.active_actions_by_state(&t2).await.unwrap().is_empty());
 }
 
 pub async fn a_resume_token_presented_on_another_session_is_refused_and_stays_usable(h: &Harness) {
