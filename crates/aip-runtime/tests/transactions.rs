@@ -505,6 +505,13 @@ async fn an_uncertain_commit_is_never_retried_even_after_a_restart_and_reconcile
     assert_eq!(r["status"], "reconciled", "{reply}");
     assert_eq!(r["result"]["output"]["outcome"], "committed");
     assert_eq!(r["provider_operation"], c["provider_operation"]);
+    // The reconciliation's own chain records the provider's answer (spec 18.1's closed types: a
+    // reconciled commit is `transaction_committed` with mode `reconcile`).
+    let answer = reconcile_receipt(&rt, r["action_id"].as_str().unwrap()).await;
+    assert_eq!(answer.0, "transaction_committed");
+    assert_eq!(answer.1["mode"], "reconcile");
+    assert_eq!(answer.1["transaction_id"], json!(txn_id));
+    assert_eq!(answer.1["provider_answer"]["outcome"], "committed");
     let (_, v) = view(&rt, &alice(), json!({ "transaction_id": txn_id })).await;
     assert_eq!(v["body"]["transaction_view"]["status"], "reconciled");
     // Nothing is left to reconcile; the committed payment may now be compensated.
@@ -583,6 +590,11 @@ async fn a_commit_reconciled_as_not_committed_may_be_committed_again_and_pays_on
         (Some("reconciled"), Some("not_committed")),
         "{reply}"
     );
+    let answer = reconcile_receipt(&rt, r["action_id"].as_str().unwrap()).await;
+    assert_eq!(answer.0, "transaction_failed");
+    assert_eq!(answer.1["mode"], "reconcile");
+    assert_eq!(answer.1["provider_answer"]["outcome"], "not_committed");
+    assert_eq!(answer.1["uncertain_outcome"], false);
     // A reconciliation carries no business input.
     let (_, reply) = send(
         &rt,
@@ -903,4 +915,22 @@ async fn an_unknown_outcome_is_reconciled_by_the_runtime_itself_and_the_commit_i
     let v = until_status(&rt, &txn_id, "committed").await;
     assert_eq!(v["transaction"]["mode"], "commit");
     assert_eq!(count(&rt, PAYMENTS).await, 2);
+}
+
+/// The one transaction receipt of a reconciliation action's chain: its type and data.
+async fn reconcile_receipt(
+    rt: &Arc<aip_runtime::Runtime>,
+    action: &str,
+) -> (String, serde_json::Value) {
+    let chain = rt
+        .store()
+        .list_receipts(TENANT, action, aip_store::Limit::max())
+        .await
+        .unwrap();
+    let found: Vec<_> = chain
+        .iter()
+        .filter(|r| r.receipt_type.starts_with("transaction_"))
+        .collect();
+    assert_eq!(found.len(), 1, "{chain:?}");
+    (found[0].receipt_type.clone(), found[0].body["data"].clone())
 }

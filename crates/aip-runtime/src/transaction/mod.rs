@@ -133,8 +133,12 @@ pub(crate) fn mutates(capability: Option<&AdmittedCapability>, record: &ActionRe
 }
 
 /// The transaction receipt (spec 18.1's `transaction_*` types) of a step that settled in `state`
-/// with `result`, if the step has one: the plan, the dry run, the commit, the compensation, or the
-/// failure of any of them (a reconciliation's outcome is in its result).
+/// with `result`, if the step has one: the plan, the dry run, the commit, the compensation, the
+/// failure of any of them, and a reconciliation's definitive answer. Spec 18.1's receipt types are
+/// a closed set with no `reconciled` member, so a reconciliation that found the operation committed
+/// writes `transaction_committed` and one that found it not committed `transaction_failed`, each
+/// with `mode: "reconcile"` and the provider's answer; a `pending` answer or a reconciliation that
+/// itself failed moves the transaction nowhere and writes none (its result and events say so).
 pub(crate) fn receipt_for(
     slot: &Slot,
     state: aip_store::ActionState,
@@ -153,6 +157,22 @@ pub(crate) fn receipt_for(
         body["provider_operation"] = json!(operation);
     }
     let kind = match (slot.mode, state) {
+        (TransactionMode::Reconcile, A::Completed) => {
+            let output = result.output.as_ref();
+            let kind = match status::reconciled(Some(result))? {
+                status::Outcome::Committed(_) => R::TransactionCommitted,
+                status::Outcome::NotCommitted => R::TransactionFailed,
+                status::Outcome::Pending(..) => return None,
+            };
+            body["provider_answer"] = json!({
+                "outcome": output.and_then(|o| o.get("outcome")),
+                "output_hash": output
+                    .and_then(|o| o.get("output"))
+                    .map(aip_core::canonical::canonical_hash),
+            });
+            body["uncertain_outcome"] = json!(false);
+            kind
+        }
         (TransactionMode::Reconcile, _) => return None,
         (TransactionMode::DryRun, A::Completed) => R::TransactionDryRunCompleted,
         (TransactionMode::Plan, A::Completed) => {
