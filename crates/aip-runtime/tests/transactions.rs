@@ -934,3 +934,34 @@ async fn reconcile_receipt(
     assert_eq!(found.len(), 1, "{chain:?}");
     (found[0].receipt_type.clone(), found[0].body["data"].clone())
 }
+
+#[tokio::test]
+async fn a_restricted_transactions_result_is_withheld_from_a_tenant_reader_without_data_sensitive()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let rt = node(&dir.path().join("a.sqlite")).await;
+    let (txn_id, plan_id) = plan(&rt, &alice(), "cap:t:restricted", pay(700)).await;
+    let (_, reply) = send(
+        &rt,
+        &alice(),
+        &commit(&alice(), "cap:t:restricted", pay(700), &txn_id, &plan_id),
+    )
+    .await;
+    assert_eq!(result(&reply)["status"], "committed", "{reply}");
+    let selector = json!({ "transaction_id": txn_id, "include_result": true });
+    let ops = support::caller("ops", TENANT, &["read:tenant"]);
+    let dpo = support::caller("dpo", TENANT, &["read:tenant", "data:sensitive"]);
+    for (reader, shown) in [(&alice(), true), (&dpo, true), (&ops, false)] {
+        let (status, v) = view(&rt, reader, selector.clone()).await;
+        assert_eq!(status, 200, "{v}");
+        let view = &v["body"]["transaction_view"];
+        assert_eq!(view["status"], "committed", "{v}");
+        assert_eq!(
+            view["result"]["output"]["amount_minor"].as_u64(),
+            shown.then_some(700),
+            "{}: {v}",
+            reader.id
+        );
+        assert_eq!(view["result"]["status"], "completed", "{v}");
+    }
+}

@@ -150,7 +150,12 @@ impl Runtime {
             .filter(|r| caller.may_read(&r.tenant, &r.principal))
             .ok_or(RuntimeError::NotFound("transaction"))?;
         let mut view = self
-            .transaction_view(&record, query.include_result, query.include_receipts)
+            .transaction_view(
+                caller,
+                &record,
+                query.include_result,
+                query.include_receipts,
+            )
             .await?;
         // The planned input is its owner's: a tenant-wide reader sees the plan without it (its
         // hash still binds the plan).
@@ -162,8 +167,12 @@ impl Runtime {
         Ok(view)
     }
 
+    /// The view of `record` for `caller`: the current step's result is withheld, exactly as on
+    /// the action's own reads, when its data is sensitive and `caller` is neither its owner nor a
+    /// `data:sensitive` reader (spec 9.6, 16.3).
     async fn transaction_view(
         &self,
+        caller: &Caller,
         record: &TransactionRecord,
         include_result: bool,
         include_receipts: bool,
@@ -187,7 +196,11 @@ impl Runtime {
             .transpose()
             .map_err(|e| RuntimeError::Storage(aip_store::StoreError::Corrupt(e.to_string())))?;
         let result = if include_result {
-            result::stored(&current)?
+            let stored = result::stored(&current)?;
+            match self.withheld_output(caller, &current) {
+                Some(_) => stored.map(crate::read::withhold),
+                None => stored,
+            }
         } else {
             None
         };

@@ -62,7 +62,7 @@ impl ActionHandler for Flaky {
 
 /// A node over the SQLite file at `path`: the demo capabilities, `cap:t:payment-b` (a second
 /// payment capability), `cap:t:short` (plans live 300 ms), `cap:t:flaky`, `cap:t:final` (payments
-/// that declare they cannot roll back) and the demo approvers in the directory.
+/// that declare they cannot roll back), `cap:t:restricted` (a payment whose data is restricted) and the demo approvers in the directory.
 pub async fn node(path: &Path) -> Arc<Runtime> {
     node_reconciling(path, 0).await
 }
@@ -91,6 +91,13 @@ pub async fn node_reconciling(path: &Path, reconcile_after_ms: u64) -> Arc<Runti
             inner: PaymentHandler::new(Arc::clone(&store)),
             lose: AtomicUsize::new(1),
         }),
+    ));
+    let mut restricted = payment_capability();
+    restricted["id"] = json!("cap:t:restricted");
+    restricted["contract"]["data"]["sensitivity"] = json!("restricted");
+    entries.push(support::entry(
+        serde_json::from_value(restricted).unwrap(),
+        Arc::new(PaymentHandler::new(Arc::clone(&store))),
     ));
     let mut fin = payment_capability();
     fin["id"] = json!("cap:t:final");
