@@ -238,3 +238,75 @@ async fn a_tenant_wide_reader_sees_the_active_count_but_only_the_owner_or_an_all
     assert_eq!(outcome.requested.len(), 1);
     assert_eq!(h.terminal(&alice, &a).await, "cancelled");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_session_cancel_answers_at_most_the_list_bound_and_a_cursor_to_the_rest_while_cancelling_every_action()
+ {
+    let h = Harness::start().await;
+    let alice = caller("svc:alice", "t1", &["invoke:*"]);
+    let session = h.handshake(&alice).await;
+    // One more open action than a list page holds (spec 16.4: at most 1000 records a response).
+    let ids: Vec<String> = (0..1001).map(|_| id("act_")).collect();
+    for chunk in ids.chunks(50) {
+        let admitted = futures_util::future::join_all(chunk.iter().map(|a| {
+            h.act(&alice, Some(&session), json!({ "id": a, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 60000 } }))
+        }))
+        .await;
+        assert!(admitted.iter().all(|(status, _)| *status == 202));
+    }
+    let cancel = envelope(
+        "aip.core.v1.cancel",
+        json!({ "cancel": { "target": { "session": session } } }),
+    );
+    let (status, reply) = h.send(&alice, &cancel).await;
+    assert_eq!(status, 202);
+    let list = &reply["body"]["action_list"];
+    assert_eq!(list["actions"].as_array().unwrap().len(), 1000);
+    let summary = &reply["extensions"]["cancel"];
+    assert_eq!(summary["requested"].as_array().unwrap().len(), 1000);
+    assert_eq!(summary["requested_total"], 1001);
+    assert_eq!(summary["not_cancellable_total"], 0);
+    // The cursor continues the session's action list, where the last one is read.
+    let cursor = list["cursor"].as_str().expect("a cursor to the rest");
+    let (status, rest) = h
+        .send(
+            &alice,
+            &envelope(
+                "aip.lifecycle.v1.action_list_request",
+                json!({ "action_list_request": { "session_id": session, "cursor": cursor } }),
+            ),
+        )
+        .await;
+    assert_eq!(status, 200, "{rest}");
+    let rest = rest["body"]["action_list"]["actions"].as_array().unwrap();
+    assert_eq!(rest.len(), 1);
+    let mut answered: Vec<String> = list["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(rest)
+        .map(|a| a["action_id"].as_str().unwrap().to_owned())
+        .collect();
+    answered.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(answered, expected);
+    // Every one of them was cancelled, the one past the first page too.
+    let last = rest[0]["action_id"].as_str().unwrap();
+    assert_eq!(h.terminal(&alice, last).await, "cancelled");
+    for a in ids.iter().step_by(100) {
+        assert_eq!(h.terminal(&alice, a).await, "cancelled");
+    }
+    // A session with fewer actions than a page gets no cursor.
+    let small = h.handshake(&alice).await;
+    let (_, reply) = h
+        .send(
+            &alice,
+            &envelope(
+                "aip.core.v1.cancel",
+                json!({ "cancel": { "target": { "session": small } } }),
+            ),
+        )
+        .await;
+    assert!(reply["body"]["action_list"]["cursor"].is_null(), "{reply}");
+}

@@ -35,14 +35,28 @@ pub const HEARTBEAT_INTERVAL_MS: u64 = 30_000;
 /// What a session-wide cancellation requested (spec 11.8). Cancellation is a request: each action is
 /// reported in the state the store holds once its intent was recorded, `cancelling` until its handler
 /// (or, for never-started work, the runtime as owner) confirms, `cancelled` after.
+///
+/// The request covers every action of the session, but the answer names only those of the first
+/// list page of the session's actions (at most 1000 records, spec 16.4); `cursor` then continues the
+/// session's action list (`action_list_request` with `session_id`, `GET /aip/v1/actions?session_id=`)
+/// where the rest are read, and the totals count them all.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SessionCancellation {
     /// The session.
     pub session_id: SessionId,
-    /// Actions whose cancellation was requested: intent recorded durably and the handler signalled.
+    /// Actions of the first page whose cancellation was requested: intent recorded durably and the
+    /// handler signalled.
     pub requested: Vec<ActionStatus>,
-    /// Non-terminal actions whose capability cannot be cancelled; they run on to their own outcome.
+    /// Non-terminal actions of the first page whose capability cannot be cancelled; they run on to
+    /// their own outcome.
     pub not_cancellable: Vec<ActionId>,
+    /// Actions whose cancellation was requested, on every page.
+    pub requested_total: u64,
+    /// Actions that cannot be cancelled, on every page.
+    pub not_cancellable_total: u64,
+    /// Where the session's action list continues after the first page, when it has more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 impl SessionCancellation {
@@ -52,7 +66,7 @@ impl SessionCancellation {
         let list = ActionList {
             total_size: self.requested.len() as u64,
             actions: self.requested.clone(),
-            cursor: None,
+            cursor: self.cursor.clone(),
         };
         let mut reply = Reply::accepted(request, MessageBody::ActionList(list));
         let requested: Vec<&ActionId> = self.requested.iter().map(|a| &a.action_id).collect();
@@ -60,6 +74,8 @@ impl SessionCancellation {
             "target": { "session": self.session_id },
             "requested": requested,
             "not_cancellable": self.not_cancellable,
+            "requested_total": self.requested_total,
+            "not_cancellable_total": self.not_cancellable_total,
         } }));
         reply
     }
@@ -91,7 +107,11 @@ impl Runtime {
         };
         let mut requested = Vec::new();
         let mut not_cancellable = Vec::new();
+        let (mut requested_total, mut not_cancellable_total) = (0_u64, 0_u64);
         let mut cursor: Option<String> = None;
+        // Where the answer stops: after the first page, when another follows it.
+        let mut answer_cursor: Option<String> = None;
+        let mut first = true;
         loop {
             let page = self
                 .store()
@@ -100,17 +120,29 @@ impl Runtime {
             if page.items.is_empty() {
                 break;
             }
+            if !first && answer_cursor.is_none() {
+                answer_cursor.clone_from(&cursor);
+            }
             for record in page.items.iter().filter(|r| !r.state.is_terminal()) {
                 match self.cancel(caller, &record.action_id, reason).await {
-                    Ok(status) => requested.push(status),
+                    Ok(status) => {
+                        requested_total += 1;
+                        if first {
+                            requested.push(status);
+                        }
+                    }
                     Err(RuntimeError::NotCancellable) => {
-                        not_cancellable.push(ActionId::new(record.action_id.clone()));
+                        not_cancellable_total += 1;
+                        if first {
+                            not_cancellable.push(ActionId::new(record.action_id.clone()));
+                        }
                     }
                     // It finished between the list and the request: nothing left to cancel.
                     Err(RuntimeError::Terminal(_)) => {}
                     Err(err) => return Err(err),
                 }
             }
+            first = false;
             cursor = Some(page.next_cursor);
         }
         let now = now_ms();
@@ -119,7 +151,7 @@ impl Runtime {
             "aip.session.cancel_requested",
             &owner,
             &session,
-            json!({ "requested_by": caller.id, "reason": reason, "requested": requested.len(), "not_cancellable": not_cancellable.len() }),
+            json!({ "requested_by": caller.id, "reason": reason, "requested": requested_total, "not_cancellable": not_cancellable_total }),
             now,
         );
         self.store().append_events(vec![event]).await?;
@@ -127,7 +159,7 @@ impl Runtime {
             caller,
             "session.cancel_requested",
             now,
-            json!({ "session_id": session.session_id, "requested": requested.len() }),
+            json!({ "session_id": session.session_id, "requested": requested_total }),
             (None, Some(&session.session_id)),
         )
         .await?;
@@ -135,6 +167,9 @@ impl Runtime {
             session_id: SessionId::new(session.session_id),
             requested,
             not_cancellable,
+            requested_total,
+            not_cancellable_total,
+            cursor: answer_cursor,
         })
     }
 
