@@ -205,6 +205,10 @@ error_codes! {
     DelegationExpired = "aip.delegation.expired", Policy;
     /// The chain passes through a forbidden trust domain (spec 14.3).
     DelegationTrustDomainForbidden = "aip.delegation.trust_domain_forbidden", Policy;
+    /// The chain's tenant constraints exclude the tenant the child would run in (spec 14.3).
+    DelegationTenantForbidden = "aip.delegation.tenant_forbidden", Policy;
+    /// The chain's region constraints exclude the node that would run the child (spec 14.3).
+    DelegationResidencyForbidden = "aip.delegation.residency_forbidden", Policy;
     /// The capability's execution contract here is not the one the delegating node states.
     DelegationContractMismatch = "aip.delegation.contract_mismatch", Permanent;
     /// The chain or the request is malformed (no entry for this hop, an empty scope).

@@ -168,6 +168,12 @@ pub enum DelegationError {
     /// A forbidden trust domain.
     #[error("the delegation chain passes through forbidden trust domain {0}")]
     TrustDomainForbidden(String),
+    /// The chain's tenant constraints exclude the tenant the child would run in here.
+    #[error("the delegation chain does not allow running in tenant {0}")]
+    TenantForbidden(String),
+    /// The chain's region constraints exclude this node.
+    #[error("the delegation chain's data residency forbids running here: {0}")]
+    ResidencyForbidden(String),
     /// The execution contract differs.
     #[error("the capability's execution contract here is not the one the delegating node states")]
     ContractMismatch,
@@ -188,6 +194,8 @@ impl DelegationError {
             DelegationError::ScopeInsufficient(_) => ErrorCode::DelegationScopeInsufficient,
             DelegationError::Expired => ErrorCode::DelegationExpired,
             DelegationError::TrustDomainForbidden(_) => ErrorCode::DelegationTrustDomainForbidden,
+            DelegationError::TenantForbidden(_) => ErrorCode::DelegationTenantForbidden,
+            DelegationError::ResidencyForbidden(_) => ErrorCode::DelegationResidencyForbidden,
             DelegationError::ContractMismatch => ErrorCode::DelegationContractMismatch,
             DelegationError::ChainInvalid(_) => ErrorCode::DelegationChainInvalid,
         }

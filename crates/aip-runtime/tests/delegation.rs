@@ -22,8 +22,8 @@ struct Node {
     digest: String,
 }
 
-/// This node (with its own key) and one peer, `a`, whose requests act as `peer:a`; chains of at
-/// most 3 entries; `forbidden.example` forbidden.
+/// This node (with its own key, in region `eu-west`) and one peer, `a`, whose requests act as
+/// `peer:a` in tenant `t1`; chains of at most 3 entries; `forbidden.example` forbidden.
 async fn node() -> Node {
     let key = aip_core::signing::generate_signing_key();
     let peer_key = aip_core::signing::generate_signing_key();
@@ -39,6 +39,7 @@ async fn node() -> Node {
     config.delegation = DelegationPolicy {
         max_chain: 3,
         forbidden_trust_domains: ["forbidden.example".to_owned()].into(),
+        region: Some("eu-west".into()),
         peers: vec![Peer {
             name: "a".into(),
             did: peer_did.clone(),
@@ -230,5 +231,76 @@ async fn refused_chains_and_requests_name_their_error_and_admit_nothing() {
             .await
             .unwrap()
             .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_chains_tenant_and_region_constraints_bind_where_the_child_runs_and_only_narrow() {
+    let n = node().await;
+    let origin = json!({ "id": "agent:o", "kind": "agent", "did": aip_core::signing::did_key(&aip_core::signing::generate_signing_key().verifying_key()), "trust_domain": "o.example" });
+    let hop = |scope: &str| entry(&n.me, &n.them, scope);
+    let two = |first: &str, last: &str| vec![entry(&origin, &n.me, first), hop(last)];
+    let echo = "invoke:cap:demo:echo";
+    let refused: Vec<(&str, Vec<Value>)> = vec![
+        // The peer's requests act in t1 here; the chain allows only t2.
+        (
+            "aip.delegation.tenant_forbidden",
+            vec![hop(&format!("{echo} tenant:t2"))],
+        ),
+        // This node is in eu-west; the chain allows only us-east.
+        (
+            "aip.delegation.residency_forbidden",
+            vec![hop(&format!("{echo} region:us-east"))],
+        ),
+        // The origin constrained the region; the last hop dropped it.
+        (
+            "aip.delegation.scope_widened",
+            two("invoke:* region:eu-west", echo),
+        ),
+        // ... or added another region.
+        (
+            "aip.delegation.scope_widened",
+            two(
+                "invoke:* region:eu-west",
+                &format!("{echo} region:eu-west region:us-east"),
+            ),
+        ),
+        // ... or dropped the tenant it named, even if the region stays.
+        (
+            "aip.delegation.scope_widened",
+            two(
+                "invoke:* tenant:t1 region:eu-west",
+                &format!("{echo} region:eu-west"),
+            ),
+        ),
+        // A constraint label must name something.
+        (
+            "aip.delegation.chain_invalid",
+            vec![hop(&format!("{echo} region:"))],
+        ),
+    ];
+    // The request states the scope of its own hop, the chain's last entry.
+    let request = |chain: Vec<Value>| {
+        let scope = chain.last().unwrap()["scope"].clone();
+        let mut body = n.request(chain);
+        body["delegation_request"]["scope"] = scope;
+        body
+    };
+    for (expected, chain) in refused {
+        let body = request(chain);
+        let (_, reply) = n.send(body.clone()).await;
+        assert_eq!(code(&reply), expected, "{reply}");
+        assert!(!n.admitted(&body).await, "{expected}: nothing admitted");
+    }
+    // Kept or narrowed, and naming this node's tenant and region: the child runs.
+    let body = request(two(
+        "invoke:* tenant:t1 tenant:t9 region:eu-west region:eu-north",
+        &format!("{echo} tenant:t1 region:eu-west"),
+    ));
+    let (status, reply) = n.send(body.clone()).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(
+        reply["body"]["delegation_result"]["status"], "completed",
+        "{reply}"
     );
 }

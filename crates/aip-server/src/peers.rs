@@ -27,6 +27,10 @@ pub struct DelegationConfig {
     /// Trust domains no accepted chain may pass through.
     #[serde(default)]
     pub forbidden_trust_domains: Vec<String>,
+    /// The region this node runs in (`[a-z0-9-]`, 1..=64): a delegated child whose chain names
+    /// regions runs here only when this is one of them (spec 14.3).
+    #[serde(default)]
+    pub region: Option<String>,
 }
 
 impl Default for DelegationConfig {
@@ -36,6 +40,7 @@ impl Default for DelegationConfig {
             max_chain: default_max_chain(),
             max_chain_age_ms: default_max_chain_age_ms(),
             forbidden_trust_domains: Vec::new(),
+            region: None,
         }
     }
 }
@@ -73,6 +78,10 @@ pub struct PeerConfig {
     /// What the peer may do here (e.g. `["invoke:cap:demo:echo"]`); empty: nothing.
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The region the peer states (its `[delegation] region`): a route whose delegated regions
+    /// exclude it is refused at startup (spec 14.3).
+    #[serde(default)]
+    pub region: Option<String>,
 }
 
 fn default_tenant() -> String {
@@ -115,9 +124,30 @@ pub fn check(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Result<(), 
     if delegation.trust_domain.is_empty() || delegation.trust_domain.len() > 253 {
         return invalid("delegation.trust_domain must be 1..=253 characters".into());
     }
+    let region_ok = |r: &str| {
+        !r.is_empty()
+            && r.len() <= 64
+            && r.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    };
+    if let Some(r) = &delegation.region
+        && !region_ok(r)
+    {
+        return invalid(format!(
+            "delegation.region {r:?} must be 1..=64 of [a-z0-9-]"
+        ));
+    }
     let mut names = BTreeSet::new();
     let mut dids = BTreeSet::new();
     for p in peers {
+        if let Some(r) = &p.region
+            && !region_ok(r)
+        {
+            return invalid(format!(
+                "peer {}: region {r:?} must be 1..=64 of [a-z0-9-]",
+                p.name
+            ));
+        }
         let name_ok = !p.name.is_empty()
             && p.name.len() <= 64
             && p.name
@@ -157,6 +187,7 @@ pub fn policy(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Delegation
         max_chain: delegation.max_chain,
         max_chain_age_ms: delegation.max_chain_age_ms,
         forbidden_trust_domains: delegation.forbidden_trust_domains.iter().cloned().collect(),
+        region: delegation.region.clone(),
         peers: peers.iter().map(peer).collect(),
     }
 }
@@ -217,14 +248,12 @@ pub fn handler(
             )));
         }
     };
+    let scope = route_scope(capability, remote, scope, entry).map_err(invalid)?;
     let route = aip_runtime::handler::peer::PeerRoute {
         peer: self::peer(entry),
         transport,
         capability: remote.to_owned(),
-        scope: scope.map_or_else(
-            || format!("{}{remote}", aip_runtime::caller::SCOPE_INVOKE_PREFIX),
-            str::to_owned,
-        ),
+        scope,
         contract_digest: aip_runtime::delegation::contract_digest(capability.contract.as_ref()),
         modes,
         mutation: capability.contract.as_ref().is_none_or(|c| {
@@ -240,6 +269,62 @@ pub fn handler(
     )
     .map_err(|e| invalid(e.to_string()))?;
     Ok(std::sync::Arc::new(handler))
+}
+
+/// The scope a route delegates (default `invoke:<remote>`), with the capability's data residency
+/// (spec 9.6, 14.3): a route naming no region delegates the capability's allowed regions (less its
+/// prohibited ones) as `region:` constraints, so the peer and every later hop enforce them. A route
+/// whose regions leave nothing, or exclude the region the peer states, is refused.
+fn route_scope(
+    capability: &aip_core::Capability,
+    remote: &str,
+    scope: Option<&str>,
+    peer: &PeerConfig,
+) -> Result<String, String> {
+    use aip_runtime::delegation::{REGION_LABEL, split_scope};
+    let mut scope = scope.map_or_else(
+        || format!("{}{remote}", aip_runtime::caller::SCOPE_INVOKE_PREFIX),
+        str::to_owned,
+    );
+    let residency = capability
+        .contract
+        .as_ref()
+        .and_then(|c| c.data.residency.as_ref());
+    let prohibited: BTreeSet<&str> = residency
+        .map(|r| r.prohibited_regions.iter().map(String::as_str).collect())
+        .unwrap_or_default();
+    let stated = split_scope(&scope)?.1.regions.len();
+    if stated == 0
+        && let Some(allowed) = residency.map(|r| &r.allowed_regions)
+        && !allowed.is_empty()
+    {
+        for region in allowed.iter().filter(|r| !prohibited.contains(r.as_str())) {
+            scope.push(' ');
+            scope.push_str(REGION_LABEL);
+            scope.push_str(region);
+        }
+        if split_scope(&scope)?.1.regions.is_empty() {
+            return Err("its data residency allows no region".into());
+        }
+    }
+    let (_, constraints) = split_scope(&scope)?;
+    if let Some(bad) = constraints.regions.iter().find(|r| prohibited.contains(*r)) {
+        return Err(format!(
+            "the route delegates region {bad}, which its data residency prohibits"
+        ));
+    }
+    if let Some(region) = &peer.region {
+        let excluded = (!constraints.regions.is_empty()
+            && !constraints.regions.contains(region.as_str()))
+            || prohibited.contains(region.as_str());
+        if excluded {
+            return Err(format!(
+                "peer {} is in region {region}, which its data residency or route scope excludes",
+                peer.name
+            ));
+        }
+    }
+    Ok(scope)
 }
 
 /// The `AIP_DELEGATION__*` and `AIP_PEERS` variables with a non-default value and a check that it
@@ -260,6 +345,9 @@ pub(crate) fn env_overrides() -> Vec<(
         }),
         ("AIP_DELEGATION__MAX_CHAIN_AGE_MS", "60000", |c| {
             c.delegation.max_chain_age_ms == 60_000
+        }),
+        ("AIP_DELEGATION__REGION", "eu-west", |c| {
+            c.delegation.region.as_deref() == Some("eu-west")
         }),
         (
             "AIP_DELEGATION__FORBIDDEN_TRUST_DOMAINS",
@@ -287,6 +375,7 @@ mod tests {
             nats_prefix: None,
             tenant: default_tenant(),
             scopes: Vec::new(),
+            region: None,
         }
     }
 
@@ -304,5 +393,82 @@ mod tests {
             ..DelegationConfig::default()
         };
         assert!(check(&far, &[]).is_err());
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod residency_tests {
+    use super::*;
+
+    fn capability(residency: serde_json::Value) -> aip_core::Capability {
+        serde_json::from_value(serde_json::json!({
+            "id": "cap:b:records", "name": "Records on b", "kind": "tool", "input_schema": { "type": "object" },
+            "contract": {
+                "side_effects": ["read"],
+                "idempotency": { "requirement": "optional", "collision_behavior": "reject_conflict", "key_scope": "principal" },
+                "execution": { "supports_sync": true, "supports_async": true, "supports_streaming": false, "supports_cancel": false,
+                               "supports_retry": true, "expected_completion": "any", "retry_safety": "safe" },
+                "data": { "sensitivity": "internal", "contains_pii": false, "redaction_required": false, "residency": residency },
+            },
+        }))
+        .unwrap()
+    }
+
+    fn peer(region: Option<&str>) -> PeerConfig {
+        PeerConfig {
+            name: "b".into(),
+            did: String::new(),
+            trust_domain: "b.example".into(),
+            url: None,
+            nats_prefix: None,
+            tenant: "default".into(),
+            scopes: Vec::new(),
+            region: region.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn a_route_delegates_its_capabilitys_data_residency_and_refuses_a_peer_outside_it() {
+        let eu = capability(
+            serde_json::json!({ "allowed_regions": ["eu-west", "eu-north"], "prohibited_regions": ["eu-north"] }),
+        );
+        assert_eq!(
+            route_scope(&eu, "cap:records", None, &peer(None)).unwrap(),
+            "invoke:cap:records region:eu-west"
+        );
+        assert_eq!(
+            route_scope(&eu, "cap:records", None, &peer(Some("eu-west"))).unwrap(),
+            "invoke:cap:records region:eu-west"
+        );
+        let refused = route_scope(&eu, "cap:records", None, &peer(Some("us-east"))).unwrap_err();
+        assert!(refused.contains("us-east"), "{refused}");
+        // A route's own regions stand, but never a prohibited one.
+        assert!(
+            route_scope(
+                &eu,
+                "cap:records",
+                Some("invoke:* region:eu-north"),
+                &peer(None)
+            )
+            .unwrap_err()
+            .contains("prohibits")
+        );
+        let nowhere = capability(
+            serde_json::json!({ "allowed_regions": ["eu-north"], "prohibited_regions": ["eu-north"] }),
+        );
+        assert!(route_scope(&nowhere, "cap:records", None, &peer(None)).is_err());
+        // Without residency, the route's scope is delegated as written.
+        let free = capability(serde_json::Value::Null);
+        assert_eq!(
+            route_scope(
+                &free,
+                "cap:records",
+                Some("invoke:cap:records tenant:acme"),
+                &peer(Some("us-east"))
+            )
+            .unwrap(),
+            "invoke:cap:records tenant:acme"
+        );
     }
 }

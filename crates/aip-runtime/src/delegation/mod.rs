@@ -10,6 +10,11 @@
 //!   entries (or the configured lower limit), sent by the peer its last entry names, addressed to
 //!   this node, no loop, each hop preserving or narrowing scope, the last scope covering the
 //!   capability, no expired entry or grant, no forbidden trust domain (14.3).
+//! - Tenant and data-residency policy (14.3) travels in the entries' scopes as constraint labels,
+//!   `tenant:<id>` (the tenants the child may run in at the node that runs it) and `region:<name>`
+//!   (the regions it may run in). Constraints only narrow: once an entry states one kind, every
+//!   later entry states a non-empty subset of it. The node that runs the child checks its tenant
+//!   and its own `region` against the last entry's constraints.
 //! - Sending: the `peer` handler (`crate::handler::peer`) delegates a capability to a peer.
 
 pub(crate) mod follow;
@@ -52,6 +57,9 @@ pub struct DelegationPolicy {
     pub max_chain_age_ms: u64,
     /// Trust domains no chain may pass through.
     pub forbidden_trust_domains: BTreeSet<String>,
+    /// The region this node runs in, checked against a chain's `region:` constraints; a node that
+    /// states none runs no child whose chain names regions.
+    pub region: Option<String>,
     /// The configured peers.
     pub peers: Vec<Peer>,
 }
@@ -63,6 +71,7 @@ impl Default for DelegationPolicy {
             max_chain: MAX_CHAIN,
             max_chain_age_ms: 86_400_000,
             forbidden_trust_domains: BTreeSet::new(),
+            region: None,
             peers: Vec::new(),
         }
     }
@@ -133,6 +142,7 @@ pub(crate) fn check_chain(
     let skew = i64::try_from(runtime.config().signatures.max_skew_ms).unwrap_or(i64::MAX);
     let max_age = i64::try_from(policy.max_chain_age_ms).unwrap_or(i64::MAX);
     let mut previous: Option<BTreeSet<&str>> = None;
+    let mut constrained = Constraints::default();
     for (i, entry) in chain.iter().enumerate() {
         // A loop: this node already delegated, or was already delegated to, earlier in the chain.
         if is_me(&entry.from, me) || (i + 1 < chain.len() && is_me(&entry.to, me)) {
@@ -160,18 +170,40 @@ pub(crate) fn check_chain(
         if at > now.saturating_add(skew) || now.saturating_sub(at) > max_age {
             return Err(DelegationError::Expired.into());
         }
-        let scope = scope_set(entry);
+        let (scope, constraints) = split_scope(&entry.scope)
+            .map_err(|label| DelegationError::ChainInvalid(format!("entry {i}: {label}")))?;
         if scope.is_empty() {
             return Err(
                 DelegationError::ChainInvalid(format!("entry {i} has an empty scope")).into(),
             );
         }
+        if !constraints.narrows(&constrained) {
+            return Err(DelegationError::ScopeWidened(i).into());
+        }
+        constrained = constraints;
         if let Some(before) = &previous
             && !narrows(before, &scope)
         {
             return Err(DelegationError::ScopeWidened(i).into());
         }
         previous = Some(scope);
+    }
+    if !constrained.tenants.is_empty() && !constrained.tenants.contains(caller.tenant.as_str()) {
+        return Err(DelegationError::TenantForbidden(caller.tenant.clone()).into());
+    }
+    if !constrained.regions.is_empty()
+        && !policy
+            .region
+            .as_deref()
+            .is_some_and(|r| constrained.regions.contains(r))
+    {
+        return Err(
+            DelegationError::ResidencyForbidden(policy.region.clone().map_or_else(
+                || "this node states no region".to_owned(),
+                |r| format!("this node's region {r} is not one the chain allows"),
+            ))
+            .into(),
+        );
     }
     let granted = previous.unwrap_or_default();
     if !covers(&granted, action.capability_id.as_str()) {
@@ -204,9 +236,87 @@ pub(crate) fn is_me(principal: &Principal, me: &Principal) -> bool {
     }
 }
 
-/// An entry's scope: whitespace-separated labels.
-fn scope_set(entry: &DelegationEntry) -> BTreeSet<&str> {
-    entry.scope.split_whitespace().collect()
+/// Prefix of a scope label naming a tenant the child may run in (spec 14.3 tenant policy).
+pub const TENANT_LABEL: &str = "tenant:";
+/// Prefix of a scope label naming a region the child may run in (spec 14.3 data residency).
+pub const REGION_LABEL: &str = "region:";
+
+/// The tenant and region constraints of a scope; an empty set constrains nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Constraints<'a> {
+    /// Tenants the child may run in.
+    pub tenants: BTreeSet<&'a str>,
+    /// Regions the child may run in.
+    pub regions: BTreeSet<&'a str>,
+}
+
+impl Constraints<'_> {
+    /// Whether these constraints keep or narrow `before`: every kind `before` states is stated
+    /// again, by a subset of it.
+    fn narrows(&self, before: &Constraints<'_>) -> bool {
+        let kept = |now: &BTreeSet<&str>, then: &BTreeSet<&str>| {
+            then.is_empty() || (!now.is_empty() && now.is_subset(then))
+        };
+        kept(&self.tenants, &before.tenants) && kept(&self.regions, &before.regions)
+    }
+}
+
+/// A scope's authority labels and its constraints; a constraint label without a value is refused
+/// (it is returned as the error).
+pub fn split_scope(scope: &str) -> Result<(BTreeSet<&str>, Constraints<'_>), String> {
+    let mut authority = BTreeSet::new();
+    let mut constraints = Constraints::default();
+    for label in scope.split_whitespace() {
+        let (set, value) = if let Some(t) = label.strip_prefix(TENANT_LABEL) {
+            (&mut constraints.tenants, t)
+        } else if let Some(r) = label.strip_prefix(REGION_LABEL) {
+            (&mut constraints.regions, r)
+        } else {
+            authority.insert(label);
+            continue;
+        };
+        if value.is_empty() {
+            return Err(format!("the constraint {label:?} names nothing"));
+        }
+        set.insert(value);
+    }
+    Ok((authority, constraints))
+}
+
+/// The scope of the hop a node adds after `previous` (the entry it received, if any) with its own
+/// `scope`: the constraints `previous` states are carried, narrowed by those `scope` states, so no
+/// hop this node makes drops or widens them. A kind left with nothing allowed is refused with its
+/// code (`tenant_forbidden`, `residency_forbidden`).
+pub fn hop_scope(
+    previous: Option<&DelegationEntry>,
+    scope: &str,
+) -> Result<String, DelegationError> {
+    let Some(previous) = previous else {
+        return Ok(scope.to_owned());
+    };
+    let (_, carried) = split_scope(&previous.scope).map_err(DelegationError::ChainInvalid)?;
+    let (authority, own) = split_scope(scope).map_err(DelegationError::ChainInvalid)?;
+    let merge = |carried: &BTreeSet<&str>, own: &BTreeSet<&str>| {
+        let merged: BTreeSet<String> = match (carried.is_empty(), own.is_empty()) {
+            (true, _) => own.iter().map(|v| (*v).to_owned()).collect(),
+            (false, true) => carried.iter().map(|v| (*v).to_owned()).collect(),
+            (false, false) => carried.intersection(own).map(|v| (*v).to_owned()).collect(),
+        };
+        if merged.is_empty() && !(carried.is_empty() && own.is_empty()) {
+            Err(())
+        } else {
+            Ok(merged)
+        }
+    };
+    let route = "no value is allowed both by the chain received and by this route";
+    let tenants = merge(&carried.tenants, &own.tenants)
+        .map_err(|()| DelegationError::TenantForbidden(route.into()))?;
+    let regions = merge(&carried.regions, &own.regions)
+        .map_err(|()| DelegationError::ResidencyForbidden(route.into()))?;
+    let mut labels: Vec<String> = authority.iter().map(|l| (*l).to_owned()).collect();
+    labels.extend(tenants.iter().map(|t| format!("{TENANT_LABEL}{t}")));
+    labels.extend(regions.iter().map(|r| format!("{REGION_LABEL}{r}")));
+    Ok(labels.join(" "))
 }
 
 /// Whether `next` grants nothing `before` did not: every label of `next` is covered by one of
@@ -259,6 +369,50 @@ mod tests {
         assert!(!narrows(&set("invoke:cap:demo:*"), &set("*")));
         assert!(covers(&set("invoke:cap:demo:*"), "cap:demo:echo"));
         assert!(!covers(&set("invoke:cap:demo:echo"), "cap:demo:book"));
+    }
+
+    #[test]
+    fn tenant_and_region_constraints_may_only_narrow_and_are_carried_by_every_hop() {
+        let c = |s: &'static str| split_scope(s).unwrap().1;
+        let eu = c("invoke:* region:eu region:uk");
+        assert!(c("invoke:x region:eu").narrows(&eu));
+        assert!(
+            !c("invoke:x").narrows(&eu),
+            "dropping a constraint widens it"
+        );
+        assert!(!c("invoke:x region:eu region:us").narrows(&eu));
+        assert!(c("invoke:x tenant:t1").narrows(&c("invoke:*")));
+        assert_eq!(
+            split_scope("invoke:* tenant:").unwrap_err(),
+            "the constraint \"tenant:\" names nothing"
+        );
+        let entry = |scope: &str| DelegationEntry {
+            from: serde_json::from_value(serde_json::json!({ "id": "a", "kind": "agent" }))
+                .unwrap(),
+            to: serde_json::from_value(serde_json::json!({ "id": "b", "kind": "agent" })).unwrap(),
+            scope: scope.into(),
+            delegated_at: aip_core::Timestamp::now(),
+        };
+        let received = entry("invoke:* tenant:t1 region:eu region:uk");
+        assert_eq!(
+            hop_scope(Some(&received), "invoke:cap:x").unwrap(),
+            "invoke:cap:x tenant:t1 region:eu region:uk"
+        );
+        assert_eq!(
+            hop_scope(Some(&received), "invoke:cap:x region:uk region:us").unwrap(),
+            "invoke:cap:x tenant:t1 region:uk"
+        );
+        assert_eq!(
+            hop_scope(Some(&received), "invoke:cap:x region:us")
+                .unwrap_err()
+                .code()
+                .as_str(),
+            "aip.delegation.residency_forbidden"
+        );
+        assert_eq!(
+            hop_scope(None, "invoke:cap:x region:us").unwrap(),
+            "invoke:cap:x region:us"
+        );
     }
 
     #[test]

@@ -162,10 +162,18 @@ impl PeerHandler {
         )
         .ok_or_else(|| failed("the parent's admission time is out of range", false))?;
         let mut chain = ctx.delegation_chain.clone();
+        // The tenant and region constraints this parent received travel on (spec 14.3).
+        let scope = crate::delegation::hop_scope(chain.last(), &self.route.scope).map_err(|e| {
+            HandlerError::Failed {
+                code: e.code().as_str().to_owned(),
+                message: e.to_string(),
+                retryable: false,
+            }
+        })?;
         chain.push(aip_core::DelegationEntry {
             from: self.me.clone(),
             to: self.delegate(),
-            scope: self.route.scope.clone(),
+            scope: scope.clone(),
             delegated_at,
         });
         let timeout_ms = ctx
@@ -186,7 +194,7 @@ impl PeerHandler {
             "child_action": child,
             "requested_by": self.me,
             "delegate": self.delegate(),
-            "scope": self.route.scope,
+            "scope": scope,
             "metadata": { "contract_digest": self.route.contract_digest, "wait_ms": FOLLOW_WAIT_MS },
         }))
         .map_err(|e| failed(&format!("the delegation request is malformed: {e}"), false))
