@@ -7,7 +7,7 @@
 
 mod support;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use support::mcp::{ALICE, BOB, Mcp, two_principals as server};
 use support::{Server, token_file};
 
@@ -415,10 +415,19 @@ async fn the_legacy_sse_binding_speaks_only_2024_11_05_and_its_stream_is_its_ses
         support::pause(100).await;
     }
     assert_eq!(gone, 404);
-    let (_, view) = server
-        .client(ALICE)
-        .get(&format!("/aip/v1/sessions/{session}"))
-        .await;
+    // The stream is forgotten at once; the close is recorded just after it.
+    let mut view = Value::Null;
+    for _ in 0..50 {
+        view = server
+            .client(ALICE)
+            .get(&format!("/aip/v1/sessions/{session}"))
+            .await
+            .1;
+        if view["status"] == "settled" {
+            break;
+        }
+        support::pause(100).await;
+    }
     assert_eq!(view["status"], "settled", "{view}");
 }
 
