@@ -124,3 +124,63 @@ async fn work_admitted_before_a_kill_9_finishes_after_restart_without_duplicate_
         );
     }
 }
+
+#[tokio::test]
+async fn after_a_kill_9_a_restarted_node_takes_back_its_leases_at_once_and_a_second_process_is_refused()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // Leases of a minute: without taking them back, the work would wait that long.
+    let env = [
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+        ("AIP_LIMITS__ASYNC_WORKERS", "24"),
+    ];
+    let mut server = Server::start(&data, None, &env);
+    let admin = server.admin();
+    let mut sleeps = Vec::new();
+    for _ in 0..20 {
+        let action_id = id("act_");
+        let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } })).await;
+        assert_eq!(status, 202);
+        sleeps.push(action_id);
+    }
+    for action_id in &sleeps {
+        for _ in 0..100 {
+            let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
+            if view["state"] == "running" {
+                break;
+            }
+            pause(10).await;
+        }
+    }
+    // A second process on the same data directory is refused: the store is the first one's.
+    let second = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let refused = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        refused.contains("another aip process has the store"),
+        "{refused}"
+    );
+    server.kill();
+    let restarted = std::time::Instant::now();
+    let server = Server::start(&data, None, &env);
+    let admin = server.admin();
+    // Every sleep (3 s) runs again at once, not when its old lease (60 s) would have lapsed.
+    for action_id in &sleeps {
+        let view = admin.wait_terminal(action_id).await;
+        assert_eq!(view["state"], "completed", "{view}");
+    }
+    let elapsed = restarted.elapsed();
+    println!(
+        "20 interrupted 3 s actions all completed {} ms after the restart began",
+        elapsed.as_millis()
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(15),
+        "took {elapsed:?}"
+    );
+}

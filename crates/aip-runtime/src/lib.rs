@@ -49,7 +49,7 @@ pub use handler::{
 };
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};
-pub use runtime::{Runtime, RuntimeConfig, SignaturePolicy};
+pub use runtime::{BootIdentity, Runtime, RuntimeConfig, SignaturePolicy};
 pub use security::refusals::{
     AUTH_REFUSED, NODE_LOG_TENANT, Refusal, RefusalPolicy, RefusalReason,
 };

@@ -72,6 +72,20 @@ pub struct RuntimeConfig {
     pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,
     /// How authentication refusals are aggregated in the audit log (spec 18.3).
     pub refusals: crate::security::refusals::RefusalPolicy,
+    /// Who this node is across restarts, so that a restart takes back its own earlier leases at
+    /// once instead of waiting for them to lapse (spec 11, recovery).
+    pub boot: BootIdentity,
+}
+
+/// A node's identity across its boots.
+#[derive(Debug, Clone, Default)]
+pub struct BootIdentity {
+    /// The node's stable id: its workers are `<node_id>/<boot epoch>`, and at start the leases of
+    /// its earlier boots are superseded. `None`: a fresh identity each boot (leases lapse).
+    pub node_id: Option<String>,
+    /// The process holds the store exclusively (the embedded store's lock): at start every
+    /// lease is superseded, whoever held it, since no other process can be running its work.
+    pub store_exclusive: bool,
 }
 
 /// Spec 22.2-22.3 settings.
@@ -133,6 +147,11 @@ impl Runtime {
         config: RuntimeConfig,
         policy: Arc<dyn PolicyGate>,
     ) -> Arc<Self> {
+        let worker_id = config
+            .boot
+            .node_id
+            .as_deref()
+            .map_or_else(WorkerId::fresh, WorkerId::of_node);
         Arc::new(Self {
             store,
             registry,
@@ -141,7 +160,7 @@ impl Runtime {
             config,
             policy,
             running: Mutex::new(HashMap::new()),
-            worker_id: WorkerId::fresh(),
+            worker_id,
             work_ready: Notify::new(),
             action_waiters: crate::read::ActionWaiters::default(),
             shutdown: CancellationToken::new(),
@@ -154,6 +173,7 @@ impl Runtime {
 
     /// Recover work a crash left unfinished, then start the workers of every job kind.
     pub async fn start(self: &Arc<Self>) -> Result<(), RuntimeError> {
+        self.supersede_earlier_boots().await?;
         self.recover().await?;
         crate::worker::start(self, Arc::new(crate::action::job::ActionJobs));
         crate::worker::start(self, Arc::new(crate::approval::expiry::ApprovalTimers));
@@ -170,6 +190,29 @@ impl Runtime {
         self.schedule_housekeeping(crate::clock::now_ms()).await?;
         crate::worker::start(self, Arc::new(crate::retention::Housekeeping));
         self.start_refusal_flusher();
+        Ok(())
+    }
+
+    /// Takes back the leases a dead process of this node (or, with the store held exclusively,
+    /// any process) still held, so its work is claimable now: fenced as ever, so a late write from
+    /// a process somehow alive is refused.
+    async fn supersede_earlier_boots(&self) -> Result<(), RuntimeError> {
+        let stale = match (&self.config.boot.node_id, self.config.boot.store_exclusive) {
+            (_, true) => aip_store::StaleLeases::All,
+            (Some(node), false) => aip_store::StaleLeases::OfNode(node),
+            (None, false) => return Ok(()),
+        };
+        let lapsed = self
+            .store
+            .supersede_leases(stale, &self.worker_id, crate::clock::now_ms())
+            .await?;
+        if lapsed > 0 {
+            tracing::info!(
+                leases = lapsed,
+                worker = %self.worker_id,
+                "took back the leases of earlier boots: their work is claimable now"
+            );
+        }
         Ok(())
     }
 

@@ -49,6 +49,9 @@ pub enum ServeError {
     /// The node key could not be loaded or created.
     #[error(transparent)]
     Identity(#[from] crate::identity::IdentityError),
+    /// The store is another process's, or the node id could not be established.
+    #[error(transparent)]
+    Boot(#[from] crate::boot::BootError),
 }
 
 /// A started server: its router and runtime (for tests that embed it).
@@ -63,13 +66,19 @@ pub struct Server {
     pub node_did: String,
     /// Where the NATS binding puts its requester for delegations to peers over NATS.
     pub peer_requester: aip_runtime::handler::peer::RequesterSlot,
+    /// The embedded store's exclusive lock, held as long as the server.
+    _store_lock: Option<crate::boot::StoreLock>,
 }
 
 /// Open the store, admit capabilities, recover, and build the router.
 pub async fn build(config: &Config) -> Result<Server, ServeError> {
     std::fs::create_dir_all(&config.data_dir)?;
     let auth = AuthIndex::from_config(config)?;
-    let store = open_store(config).await?;
+    let (store, store_lock) = open_store(config).await?;
+    let boot = aip_runtime::BootIdentity {
+        node_id: Some(crate::boot::node_id(&config.data_dir)?),
+        store_exclusive: store_lock.is_some(),
+    };
     let identity = crate::identity::NodeIdentity::load_or_create(
         &config.data_dir,
         config.node_key_file.as_deref(),
@@ -208,6 +217,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             window_ms: config.security.refusal_audit_window_ms,
             admin_tenant: config.admin.tenant.clone(),
         },
+        boot,
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
         Some(oauth) => Some(Arc::new(
@@ -280,6 +290,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         auth,
         node_did: identity.did().to_owned(),
         peer_requester: Arc::clone(&node.nats),
+        _store_lock: store_lock,
     })
 }
 
@@ -413,14 +424,29 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
 }
 
 /// The configured store: `database` when set (PostgreSQL URL or SQLite path), else the embedded
-/// SQLite file in the data directory.
-async fn open_store(config: &Config) -> Result<Arc<dyn Store>, ServeError> {
-    match &config.database {
-        Some(location) => Ok(aip_store::open(location).await?),
-        None => Ok(Arc::new(
-            aip_store::SqliteStore::open(config.data_dir.join(DATABASE_FILE)).await?,
-        )),
-    }
+/// SQLite file in the data directory. A SQLite store is locked for this process first (with the
+/// lock it returns): two processes never run one embedded store's work.
+async fn open_store(
+    config: &Config,
+) -> Result<(Arc<dyn Store>, Option<crate::boot::StoreLock>), ServeError> {
+    let sqlite = match &config.database {
+        Some(location)
+            if location.starts_with("postgres://") || location.starts_with("postgresql://") =>
+        {
+            return Ok((aip_store::open(location).await?, None));
+        }
+        Some(location) => {
+            let path = location.strip_prefix("sqlite://").unwrap_or(location);
+            if path.is_empty() {
+                return Err(aip_store::StoreError::InvalidInput("empty SQLite path").into());
+            }
+            std::path::PathBuf::from(path)
+        }
+        None => config.data_dir.join(DATABASE_FILE),
+    };
+    let lock = crate::boot::lock_store(&sqlite)?;
+    let store: Arc<dyn Store> = Arc::new(aip_store::SqliteStore::open(&sqlite).await?);
+    Ok((store, Some(lock)))
 }
 
 /// A store location fit for logs: any `user:password@` part of a URL is dropped.

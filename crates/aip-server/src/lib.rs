@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod auth;
+pub mod boot;
 pub mod callbacks;
 pub mod channels;
 pub mod config;

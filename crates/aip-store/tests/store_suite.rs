@@ -78,6 +78,7 @@ suite!(
     a_named_job_is_claimed_only_when_claimable,
     active_actions_are_counted_per_session_under_the_readers_scope,
     a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_its_lease_lapses,
+    a_booting_node_supersedes_its_earlier_boots_leases_and_no_one_elses,
     one_action_id_in_two_tenants_is_two_actions_with_their_own_jobs_chunks_and_receipts,
     a_resume_token_presented_on_another_session_is_refused_and_stays_usable,
     events_filter_by_kind_and_a_cursor_is_bound_to_its_filter,

@@ -232,6 +232,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         delegation: aip_runtime::delegation::DelegationPolicy::default(),
         node_key: None,
         refusals: aip_runtime::RefusalPolicy::default(),
+        boot: aip_runtime::BootIdentity::default(),
     }
 }
 

@@ -245,6 +245,13 @@ impl WorkerId {
         WorkerId(uuid::Uuid::now_v7().to_string())
     }
 
+    /// A worker id of node `node` for this boot: `<node>/<boot epoch>`, the epoch a UUID v7, so
+    /// a restarted node can tell its previous boots' leases from every other node's
+    /// ([`JobStore::supersede_leases`](crate::JobStore::supersede_leases)).
+    pub fn of_node(node: &str) -> Self {
+        WorkerId(format!("{node}/{}", uuid::Uuid::now_v7()))
+    }
+
     /// The id text.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -255,6 +262,17 @@ impl std::fmt::Display for WorkerId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// Whose leases a booting node supersedes (see
+/// [`JobStore::supersede_leases`](crate::JobStore::supersede_leases)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StaleLeases<'a> {
+    /// Every lease: the caller holds the store exclusively (the embedded store's process lock),
+    /// so no other process can be running the leased work.
+    All,
+    /// The leases of earlier boots of the node with this id (worker ids `<node>/<epoch>`).
+    OfNode(&'a str),
 }
 
 /// An action to admit.

@@ -117,6 +117,36 @@ impl<D: Dialect> JobStore for SqlStore<D> {
         .await
     }
 
+    async fn supersede_leases(
+        &self,
+        stale: StaleLeases<'_>,
+        current: &WorkerId,
+        now_ms: i64,
+    ) -> StoreResult<u64> {
+        // `<node>/`: the owner's prefix, compared exactly (no LIKE wildcards in node ids).
+        let prefix = match stale {
+            StaleLeases::All => None,
+            StaleLeases::OfNode(node) => Some(format!("{node}/")),
+        };
+        let current = current.as_str().to_owned();
+        self.write(false, move |tx| {
+            Box::pin(async move {
+                let done = query(
+                    "UPDATE aip_jobs SET lease_expires_at_ms = $1, updated_at_ms = $1 \
+                     WHERE state = 'leased' AND lease_expires_at_ms > $1 AND lease_owner <> $2 \
+                     AND (CAST($3 AS TEXT) IS NULL OR substr(lease_owner, 1, length(CAST($3 AS TEXT))) = $3)",
+                )
+                .bind(now_ms)
+                .bind(&current)
+                .bind(prefix.as_deref())
+                .execute(&mut *tx)
+                .await?;
+                Ok(done)
+            })
+        })
+        .await
+    }
+
     async fn release_job(&self, fence: &Fence, now_ms: i64) -> StoreResult<()> {
         let sql = "UPDATE aip_jobs SET state = 'ready', available_at_ms = $2, lease_owner = NULL, lease_expires_at_ms = NULL, \
              attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, updated_at_ms = $2 WHERE job_id = $1";

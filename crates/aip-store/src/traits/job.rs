@@ -50,4 +50,16 @@ pub trait JobStore: Send + Sync + 'static {
 
     /// Gives the job back, claimable at once (graceful shutdown).
     async fn release_job(&self, fence: &Fence, now_ms: i64) -> StoreResult<()>;
+
+    /// At boot: makes the live leases `stale` names, other than `current`'s, lapse now, so their
+    /// jobs are claimable at once instead of when the dead process's leases would have expired.
+    /// Nothing else changes: a claim still issues a new fence, so a late write from a process
+    /// that is somehow alive is refused as stale, and each job's attempts count as they did.
+    /// Returns how many leases lapsed.
+    async fn supersede_leases(
+        &self,
+        stale: StaleLeases<'_>,
+        current: &WorkerId,
+        now_ms: i64,
+    ) -> StoreResult<u64>;
 }

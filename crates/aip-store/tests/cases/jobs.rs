@@ -539,3 +539,66 @@ pub async fn a_job_leased_at_admission_is_fenced_and_kept_from_recovery_until_it
         ["b1"]
     );
 }
+
+pub async fn a_booting_node_supersedes_its_earlier_boots_leases_and_no_one_elses(h: &Harness) {
+    let s = &h.store;
+    for id in ["j1", "j2", "j3"] {
+        s.enqueue(job(id, None, 5)).await.unwrap();
+    }
+    let (old_boot, other_node) = (WorkerId::of_node("n1"), WorkerId::of_node("n10"));
+    let old = s
+        .claim("actions", &old_boot, T0, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let theirs = s
+        .claim("actions", &other_node, T0, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let new_boot = WorkerId::of_node("n1");
+    let mine = s
+        .claim("actions", &new_boot, T0, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    // `n1` boots again: only its previous boot's lease lapses (not `n10`'s, whose id it prefixes).
+    let lapsed = s
+        .supersede_leases(StaleLeases::OfNode("n1"), &new_boot, T0 + 10)
+        .await
+        .unwrap();
+    assert_eq!(lapsed, 1);
+    let again = s
+        .claim("actions", &new_boot, T0 + 10, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(again.fence.job_id, old.fence.job_id);
+    assert_eq!((again.fence.token, again.attempt), (2, 2));
+    assert!(
+        s.claim("actions", &new_boot, T0 + 10, 60_000)
+            .await
+            .unwrap()
+            .is_none(),
+        "the other node's and the current boot's leases stand"
+    );
+    // The previous boot, if somehow alive, can no longer write.
+    assert!(matches!(
+        s.complete_job(&old.fence, T0 + 11).await,
+        Err(StoreError::StaleLease)
+    ));
+    // With the store held exclusively, every other lease lapses, the current boot's excepted.
+    let lapsed = s
+        .supersede_leases(StaleLeases::All, &new_boot, T0 + 20)
+        .await
+        .unwrap();
+    assert_eq!(lapsed, 1);
+    let taken = s
+        .claim("actions", &new_boot, T0 + 20, 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.fence.job_id, theirs.fence.job_id);
+    s.complete_job(&mine.fence, T0 + 21).await.unwrap();
+    s.complete_job(&again.fence, T0 + 21).await.unwrap();
+}
