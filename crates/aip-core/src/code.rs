@@ -262,6 +262,9 @@ error_codes! {
     // ---- runtime ----
     /// Durable storage failed; nothing was acknowledged.
     StorageUnavailable = "aip.runtime.storage_unavailable", Temporary;
+    /// The node is shutting down and takes no new work; send it again (to another node, or after
+    /// the restart). Reads are still served.
+    Draining = "aip.runtime.draining", Temporary;
     /// A capability handler panicked; its action failed and the worker goes on.
     HandlerPanicked = "aip.runtime.handler_panicked", Connector;
     /// The runtime failed in a way it did not expect; nothing was acknowledged.

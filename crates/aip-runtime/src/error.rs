@@ -111,6 +111,9 @@ pub enum RuntimeError {
     /// Durable storage failed; nothing was acknowledged.
     #[error("storage unavailable")]
     Storage(#[source] StoreError),
+    /// The node is draining for shutdown: no new work is admitted; nothing was acknowledged.
+    #[error("this node is shutting down and admits no new work; send it again shortly")]
+    Draining,
     /// The runtime failed unexpectedly (a panicking task); nothing was acknowledged.
     #[error("internal error: {0}")]
     Internal(&'static str),
@@ -374,6 +377,7 @@ impl RuntimeError {
             RuntimeError::SessionExpired => ErrorCode::SessionExpired,
             RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
+            RuntimeError::Draining => ErrorCode::Draining,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
@@ -424,7 +428,10 @@ impl RuntimeError {
 
     /// Whether the same request may succeed later unchanged.
     pub fn retryable(&self) -> bool {
-        matches!(self, RuntimeError::Storage(_) | RuntimeError::Internal(_))
+        matches!(
+            self,
+            RuntimeError::Storage(_) | RuntimeError::Internal(_) | RuntimeError::Draining
+        )
     }
 
     /// The wire error; the message never carries secrets (spec 22.7).

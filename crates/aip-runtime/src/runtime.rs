@@ -112,6 +112,10 @@ pub struct Runtime {
     work_ready: Notify,
     action_waiters: crate::read::ActionWaiters,
     shutdown: CancellationToken,
+    /// Set when a drain began: admission refuses new work (`aip.runtime.draining`).
+    draining: std::sync::atomic::AtomicBool,
+    /// Action runs in progress on this node, from handler start to commit.
+    runs: Arc<std::sync::atomic::AtomicUsize>,
     callbacks_ready: Notify,
     publisher: OnceLock<crate::callback::Publisher>,
     callback_client: OnceLock<reqwest::Client>,
@@ -164,6 +168,8 @@ impl Runtime {
             work_ready: Notify::new(),
             action_waiters: crate::read::ActionWaiters::default(),
             shutdown: CancellationToken::new(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+            runs: Arc::default(),
             callbacks_ready: Notify::new(),
             publisher: OnceLock::new(),
             callback_client: OnceLock::new(),
@@ -214,6 +220,41 @@ impl Runtime {
             );
         }
         Ok(())
+    }
+
+    /// Begins a graceful drain: new work is refused from now on (`aip.runtime.draining`, retryable;
+    /// reads are still served) and the workers stop claiming jobs. Handlers already running go on;
+    /// [`Runtime::drained`] waits for them.
+    pub fn begin_drain(&self) {
+        self.draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.shutdown.cancel();
+    }
+
+    /// Whether a drain began.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits up to `grace` for the handlers running on this node to finish and commit; returns
+    /// the actions still running then, as (tenant, action id). Their leases stay held until the
+    /// process exits: a restart of this node takes them back at once, another node when they
+    /// lapse, and each follows its retry safety as recovered work does (spec 11).
+    pub async fn drained(&self, grace: std::time::Duration) -> Vec<(String, String)> {
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            let idle = self.runs.load(std::sync::atomic::Ordering::SeqCst) == 0;
+            if idle || tokio::time::Instant::now() >= deadline {
+                return self.running().keys().cloned().collect();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Counts one action run until the returned guard drops.
+    pub(crate) fn count_run(&self) -> RunGuard {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        RunGuard(Arc::clone(&self.runs))
     }
 
     /// Stop claiming new work (in-flight leases lapse and are re-claimed after restart).
@@ -358,5 +399,14 @@ impl Runtime {
     pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<(String, String), CancellationToken>> {
         // A poisoned lock only means another task panicked mid-insert; the map itself stays usable.
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One action run in progress (see [`Runtime::count_run`]).
+pub(crate) struct RunGuard(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

@@ -417,7 +417,13 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
             config.data_dir.join(DATABASE_FILE).display()
         ),
     }
-    let served = crate::http::serve(listener, server.router).await;
+    let served = crate::http::serve(
+        listener,
+        server.router,
+        Arc::clone(&server.runtime),
+        std::time::Duration::from_millis(config.shutdown.grace_ms),
+    )
+    .await;
     drop(nats);
     server.runtime.shutdown();
     Ok(served?)

@@ -20,6 +20,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "agent",
     "limits",
     "admin",
+    "shutdown",
     "principals",
     "approval_policies",
     "security",
@@ -77,6 +78,9 @@ pub struct Config {
     /// The built-in admin principal.
     #[serde(default)]
     pub admin: AdminConfig,
+    /// How a signal stops the node.
+    #[serde(default)]
+    pub shutdown: ShutdownConfig,
     /// Principals allowed to call the server, each with its bearer token reference.
     #[serde(default)]
     pub principals: Vec<PrincipalConfig>,
@@ -262,6 +266,30 @@ pub struct AdminConfig {
     #[serde(default = "yes")]
     pub demo_approvers: bool,
 }
+
+/// `[shutdown]`: the graceful drain on the first SIGTERM/SIGINT (a second exits at once).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// How long running handlers get to finish and commit, ms (0..=3600000).
+    #[serde(default = "default_grace_ms")]
+    pub grace_ms: u64,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self {
+            grace_ms: default_grace_ms(),
+        }
+    }
+}
+
+fn default_grace_ms() -> u64 {
+    30_000
+}
+
+/// Longest `shutdown.grace_ms`: an hour.
+const MAX_GRACE_MS: u64 = 3_600_000;
 
 /// One authenticated caller. Its tenant and scopes are authority; request bodies never are (22.6).
 #[derive(Debug, Clone, Deserialize)]
@@ -471,6 +499,15 @@ impl Config {
     /// Spec 22.3: freshness needs a bounded skew, and a replay window that covers it (a message
     /// id forgotten while its `sent_at` is still fresh could be replayed).
     fn check_security(&self) -> Result<(), ConfigError> {
+        if self.shutdown.grace_ms > MAX_GRACE_MS {
+            return Err(ConfigError::OutOfBounds {
+                key: "shutdown.grace_ms",
+                rule: format!(
+                    "must be within 0..={MAX_GRACE_MS} (an hour), not {}",
+                    self.shutdown.grace_ms
+                ),
+            });
+        }
         let s = &self.security;
         if s.max_clock_skew_ms == 0 || s.max_clock_skew_ms > MAX_CLOCK_SKEW_MS {
             return Err(ConfigError::OutOfBounds {
@@ -642,6 +679,7 @@ impl Default for Config {
             agent: AgentConfig::default(),
             limits: Limits::default(),
             admin: AdminConfig::default(),
+            shutdown: ShutdownConfig::default(),
             principals: Vec::new(),
             approval_policies: Vec::new(),
             security: SecurityConfig::default(),
@@ -946,6 +984,9 @@ mod tests {
             }),
             ("AIP_ADMIN__ENABLED", "false", |c| !c.admin.enabled),
             ("AIP_ADMIN__TENANT", "ops", |c| c.admin.tenant == "ops"),
+            ("AIP_SHUTDOWN__GRACE_MS", "5000", |c| {
+                c.shutdown.grace_ms == 5000
+            }),
             (
                 "AIP_PRINCIPALS",
                 "[{id=\"svc\",tenant=\"t\",token_sha256=\"00\",external_account={system=\"s\",id=\"a\"}}]",

@@ -155,18 +155,76 @@ pub fn router(
         .merge(protected)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::from_fn_with_state(state.clone(), retry_after))
         .layer(middleware::from_fn(record_metrics))
         .with_state(state)
 }
 
-/// Serve until SIGINT/SIGTERM; admitted work stays durable across the shutdown (spec 20.1).
-pub async fn serve(listener: tokio::net::TcpListener, app: Router) -> std::io::Result<()> {
+/// Seconds a client refused while the node drains waits before sending again.
+const DRAINING_RETRY_AFTER_S: u64 = 5;
+
+/// A 503 answered while the node drains says when to try again (`Retry-After`): by then this
+/// node's successor, or another node behind the same address, takes the work.
+async fn retry_after(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::SERVICE_UNAVAILABLE
+        && state.runtime.is_draining()
+        && !response.headers().contains_key(header::RETRY_AFTER)
+    {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, DRAINING_RETRY_AFTER_S.into());
+    }
+    response
+}
+
+/// Serve until SIGINT/SIGTERM; admitted work stays durable across the shutdown (spec 20.1). The
+/// first signal drains `runtime` (new work refused, reads served, running handlers given `grace`
+/// to finish and commit), then the listener closes; a second signal exits at once.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    runtime: Arc<aip_runtime::Runtime>,
+    grace: std::time::Duration,
+) -> std::io::Result<()> {
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
+    .with_graceful_shutdown(drain_on_signal(runtime, grace))
     .await
+}
+
+async fn drain_on_signal(runtime: Arc<aip_runtime::Runtime>, grace: std::time::Duration) {
+    shutdown_signal().await;
+    runtime.begin_drain();
+    tracing::warn!(
+        grace_ms = grace.as_millis(),
+        "draining: new work is refused, running handlers may finish; a second signal exits at once"
+    );
+    println!("aip serve: draining (a second signal exits at once)");
+    tokio::spawn(async {
+        shutdown_signal().await;
+        println!("aip serve: second signal: exiting at once");
+        std::process::exit(130);
+    });
+    let started = std::time::Instant::now();
+    let cut = runtime.drained(grace).await;
+    if cut.is_empty() {
+        println!(
+            "aip serve: drained in {} ms: every running handler finished",
+            started.elapsed().as_millis()
+        );
+    } else {
+        let ids: Vec<&str> = cut.iter().map(|(_, id)| id.as_str()).collect();
+        println!(
+            "aip serve: grace of {} ms over: {} handler(s) still running keep their leases for the restart: {}",
+            grace.as_millis(),
+            cut.len(),
+            ids.join(", ")
+        );
+    }
+    SHUTDOWN.send_replace(true);
 }
 
 async fn shutdown_signal() {
@@ -182,7 +240,6 @@ async fn shutdown_signal() {
         }
     };
     tokio::select! { () = ctrl_c => {}, () = term => {} }
-    SHUTDOWN.send_replace(true);
 }
 
 /// Set once a shutdown signal arrived: streams that would otherwise stay open forever (an MCP legacy
@@ -202,6 +259,13 @@ async fn health() -> impl IntoResponse {
 }
 
 async fn ready(State(state): State<AppState>) -> Response {
+    if state.runtime.is_draining() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "status": "draining" })),
+        )
+            .into_response();
+    }
     match state.ready.check().await {
         Ok(storage) => axum::Json(json!({ "status": "ready", "storage": storage })).into_response(),
         Err(reason) => (

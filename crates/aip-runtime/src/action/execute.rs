@@ -32,6 +32,8 @@ impl Runtime {
         fence: Option<&Fence>,
         mut chain: ChainWriter,
     ) -> Result<ActionResult, RuntimeError> {
+        // Counted from the handler's start to its commit: a drain waits for both.
+        let _run = self.count_run();
         let token = CancellationToken::new();
         let slot = crate::transaction::slot_of(record)?;
         let mut ctx = trusted_context(record, token.clone())?;

@@ -72,6 +72,9 @@ impl Runtime {
         request: &ActionRequest,
     ) -> Result<Submitted, RuntimeError> {
         let started = Instant::now();
+        if self.is_draining() {
+            return Err(RuntimeError::Draining);
+        }
         let action = &request.action;
         let admission = match self.admit_action(caller, request).await {
             Ok(admission) => admission,
