@@ -763,6 +763,7 @@ fn get_walk(a: &Alpha) -> Vec<Get> {
                     .into(),
                 "/aip/v1/approvals?approver=svc:beta".into(),
                 "/aip/v1/approvals?requester=svc:alpha".into(),
+                "/aip/v1/approvals?approver=approver:alpha-1&status=pending".into(),
                 "/aip/v1/approvals?tenant_id=alpha".into(),
             ],
         ),
@@ -1248,6 +1249,10 @@ fn envelope_walk(a: &Alpha) -> Vec<EnvelopeRead> {
             json!({ "approval_list_request": { "requester": "svc:alpha" } }),
         ),
         listing(
+            "aip.policy.v1.approval_list_request",
+            json!({ "approval_list_request": { "approver": "approver:alpha-1" } }),
+        ),
+        listing(
             "aip.callback.v1.delivery_list_request",
             json!({ "callback_delivery_list_request": {} }),
         ),
@@ -1481,9 +1486,9 @@ async fn walk_envelope(
         } else {
             assert_eq!(status, 200, "{what}: {reply}");
             // By now the second tenant has records of its own (the audit of its refused reads), so
-            // only a filter on the first tenant's principal must list nothing; the leak scan above
-            // covers the rest.
-            if request.contains("svc:alpha") {
+            // only a filter on one of the first tenant's principals must list nothing; the leak
+            // scan above covers the rest.
+            if request.contains(":alpha") {
                 assert_empty_listing(&what, &answer);
             }
         }
@@ -1609,6 +1614,17 @@ async fn alpha_state(server: &Server, a: &Alpha) -> Vec<(String, u16, Value)> {
         .map(|id| format!("/aip/v1/actions/{id}?include_result=true"))
         .collect();
     paths.extend([
+        format!(
+            "/aip/v1/actions/{}/events?include_chunks=true",
+            a.sync_action
+        ),
+        format!(
+            "/aip/v1/actions/{}/events?include_chunks=true",
+            a.stream_action
+        ),
+        format!("/aip/v1/receipts/{}", a.sync_action),
+        format!("/aip/v1/receipts/{}", a.priced_action),
+        format!("/aip/v1/audit/events?action_id={}", a.sync_action),
         format!("/aip/v1/sessions/{}", a.session),
         format!("/aip/v1/approvals/{}", a.approval),
         format!("/aip/v1/approvals/{}/decisions", a.approval),
@@ -1794,6 +1810,34 @@ async fn writes_under_the_first_tenants_ids_make_the_second_tenants_own_records(
         assert_eq!(status, 200, "{view}");
         assert_eq!(view["result"]["output"], json!({ "beta": true }), "{view}");
         assert!(!view.to_string().contains("alpha"), "{view}");
+        // Everything kept under the shared id is the second tenant's alone: its events, chunks,
+        // receipts, audit and deliveries never mix in the first tenant's.
+        for path in [
+            format!("/aip/v1/actions/{id}/events?include_chunks=true"),
+            format!("/aip/v1/actions/{id}/chunks"),
+            format!(
+                "/aip/v1/actions/{id}/result?include_receipt=true&include_terminal_events=true"
+            ),
+            format!("/aip/v1/receipts/{id}"),
+            format!("/aip/v1/audit/events?action_id={id}&include_receipts=true"),
+            format!("/aip/v1/callbacks?action_id={id}"),
+            "/aip/v1/actions?include_results=true&include_receipts=true".to_owned(),
+        ] {
+            let (status, page) = beta.get(&path).await;
+            assert_eq!(status, 200, "{path}: {page}");
+            let text = page.to_string();
+            assert!(!text.contains("alpha"), "{path}: {page}");
+            for receipt in &a.receipts {
+                assert!(!text.contains(receipt.as_str()), "{path}: {page}");
+            }
+        }
+        let (status, chain) = beta.get(&format!("/aip/v1/receipts/{id}")).await;
+        assert_eq!(status, 200, "{chain}");
+        let (_, own) = server
+            .client(ALPHA)
+            .get(&format!("/aip/v1/receipts/{id}"))
+            .await;
+        assert_ne!(chain["root_hash"], own["root_hash"], "{chain}");
     }
 
     // A channel message under the first tenant's conversation and delivery ids records the second
