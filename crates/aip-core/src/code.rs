@@ -260,6 +260,9 @@ error_codes! {
     /// A handshake was rejected (in `HandshakeResponse.rejection_reason`).
     SessionRejected = "aip.session.rejected", Policy;
     // ---- runtime ----
+    /// The caller's principal or tenant sent more work than its rate limit allows; send it again
+    /// after `details.retry_after_ms` (spec 22.8). Nothing was admitted.
+    RateLimited = "aip.limit.rate_limited", Policy;
     /// Durable storage failed; nothing was acknowledged.
     StorageUnavailable = "aip.runtime.storage_unavailable", Temporary;
     /// The node is shutting down and takes no new work; send it again (to another node, or after

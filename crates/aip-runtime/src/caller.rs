@@ -19,6 +19,10 @@ pub const SCOPE_AUDIT_EXPORT: &str = "audit:export";
 pub const SCOPE_CALLBACKS_REDRIVE: &str = "callbacks:redrive";
 /// Reads the outputs of other principals' actions whose data is `restricted`, `regulated` or of
 /// `unknown` sensitivity (spec 9.6: unknown is treated conservatively); an action's owner always
+/// The issuer of callers the runtime itself acts as (a reconciliation admitted as its commit's
+/// principal); no authentication path issues it (bearer, webhook, OAuth URLs, peer did:keys).
+pub const RUNTIME_ISSUER: &str = "runtime";
+
 /// reads its own.
 pub const SCOPE_DATA_SENSITIVE: &str = "data:sensitive";
 /// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.

@@ -111,6 +111,14 @@ pub enum RuntimeError {
     /// Durable storage failed; nothing was acknowledged.
     #[error("storage unavailable")]
     Storage(#[source] StoreError),
+    /// A rate limit refused the work (spec 22.8); nothing was admitted.
+    #[error("the {bucket} rate limit is exhausted: send again in {retry_after_ms} ms")]
+    RateLimited {
+        /// `principal` or `tenant`.
+        bucket: &'static str,
+        /// When a token is available again.
+        retry_after_ms: u64,
+    },
     /// The node is draining for shutdown: no new work is admitted; nothing was acknowledged.
     #[error("this node is shutting down and admits no new work; send it again shortly")]
     Draining,
@@ -378,6 +386,7 @@ impl RuntimeError {
             RuntimeError::ResumeTokenInvalid => ErrorCode::ResumeTokenInvalid,
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Draining => ErrorCode::Draining,
+            RuntimeError::RateLimited { .. } => ErrorCode::RateLimited,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
@@ -430,7 +439,10 @@ impl RuntimeError {
     pub fn retryable(&self) -> bool {
         matches!(
             self,
-            RuntimeError::Storage(_) | RuntimeError::Internal(_) | RuntimeError::Draining
+            RuntimeError::Storage(_)
+                | RuntimeError::Internal(_)
+                | RuntimeError::Draining
+                | RuntimeError::RateLimited { .. }
         )
     }
 
@@ -441,6 +453,9 @@ impl RuntimeError {
         }
         let mut error = self.code().error(self.to_string());
         error.retryable = Some(self.retryable());
+        if let RuntimeError::RateLimited { retry_after_ms, .. } = self {
+            error.details = Some(serde_json::json!({ "retry_after_ms": retry_after_ms }));
+        }
         error
     }
 }

@@ -72,6 +72,8 @@ pub struct RuntimeConfig {
     pub node_key: Option<Arc<ed25519_dalek::SigningKey>>,
     /// How authentication refusals are aggregated in the audit log (spec 18.3).
     pub refusals: crate::security::refusals::RefusalPolicy,
+    /// Rate limits on admitted work per principal and tenant (spec 22.8).
+    pub rates: crate::security::rate::RatePolicy,
     /// Who this node is across restarts, so that a restart takes back its own earlier leases at
     /// once instead of waiting for them to lapse (spec 11, recovery).
     pub boot: BootIdentity,
@@ -120,6 +122,7 @@ pub struct Runtime {
     publisher: OnceLock<crate::callback::Publisher>,
     callback_client: OnceLock<reqwest::Client>,
     refusal_log: crate::security::refusals::RefusalLog,
+    rate_limits: crate::security::rate::RateLimits,
     /// Declared resources now: the configured ones, and what dynamic sources offer.
     pub(crate) resources: std::sync::RwLock<Arc<Vec<crate::resource::ResourceEntry>>>,
     /// Renderers of callback profiles that shape their own deliveries, by profile.
@@ -151,6 +154,7 @@ impl Runtime {
         config: RuntimeConfig,
         policy: Arc<dyn PolicyGate>,
     ) -> Arc<Self> {
+        let rate_limits = crate::security::rate::RateLimits::new(config.rates.clone());
         let worker_id = config
             .boot
             .node_id
@@ -174,6 +178,7 @@ impl Runtime {
             publisher: OnceLock::new(),
             callback_client: OnceLock::new(),
             refusal_log: crate::security::refusals::RefusalLog::default(),
+            rate_limits,
         })
     }
 
@@ -249,6 +254,10 @@ impl Runtime {
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+    }
+
+    pub(crate) fn rate_limits(&self) -> &crate::security::rate::RateLimits {
+        &self.rate_limits
     }
 
     /// Counts one action run until the returned guard drops.

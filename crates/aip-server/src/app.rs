@@ -218,6 +218,9 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             admin_tenant: config.admin.tenant.clone(),
         },
         boot,
+        rates: limits
+            .rates()
+            .map_err(|e| ServeError::Config(e.to_string()))?,
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
         Some(oauth) => Some(Arc::new(

@@ -203,7 +203,7 @@ pub struct AgentConfig {
 }
 
 /// Bounds applied to every request (spec 16.4, 22.8).
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
     /// Largest accepted request body in bytes.
@@ -237,6 +237,18 @@ pub struct Limits {
     /// Claims of an action's job before it is given up (`dead_lettered`), 1..=100.
     #[serde(default = "default_job_max_attempts")]
     pub job_max_attempts: u32,
+    /// Each principal's rate of admitted actions (spec 22.8); unset: unlimited.
+    #[serde(default)]
+    pub rate_per_principal: Option<RateConfig>,
+    /// Each tenant's rate of admitted actions, all its principals together; unset: unlimited.
+    #[serde(default)]
+    pub rate_per_tenant: Option<RateConfig>,
+    /// Rates of named principals, in place of `rate_per_principal`.
+    #[serde(default)]
+    pub principal_rates: std::collections::HashMap<String, RateConfig>,
+    /// Rates of named tenants, in place of `rate_per_tenant`.
+    #[serde(default)]
+    pub tenant_rates: std::collections::HashMap<String, RateConfig>,
     /// Idle time after which an SSE/WebSocket stream gets a `heartbeat` event (100..=60000 ms).
     #[serde(default = "default_stream_heartbeat_ms")]
     pub stream_heartbeat_ms: u64,
@@ -265,6 +277,58 @@ pub struct AdminConfig {
     /// in `<data_dir>/approver-N.token`) so `cap:demo:transfer` can be approved.
     #[serde(default = "yes")]
     pub demo_approvers: bool,
+}
+
+/// A token bucket: `per_second` admissions refill it, `burst` is its size (both 1..=1000000).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateConfig {
+    /// Admissions per second, sustained.
+    pub per_second: u32,
+    /// Admissions at once after an idle time.
+    pub burst: u32,
+}
+
+impl RateConfig {
+    /// The runtime's rate, or the bound it breaks.
+    fn rate(self, key: &str) -> Result<aip_runtime::Rate, ConfigError> {
+        let bound = |v: u32| {
+            std::num::NonZeroU32::new(v)
+                .filter(|v| v.get() <= 1_000_000)
+                .ok_or_else(|| {
+                    ConfigError::Invalid(format!(
+                        "{key}: per_second and burst must be within 1..=1000000"
+                    ))
+                })
+        };
+        Ok(aip_runtime::Rate {
+            per_second: bound(self.per_second)?,
+            burst: bound(self.burst)?,
+        })
+    }
+}
+
+impl Limits {
+    /// The runtime's rate policy, or the first rate out of bounds.
+    pub fn rates(&self) -> Result<aip_runtime::RatePolicy, ConfigError> {
+        let named = |m: &std::collections::HashMap<String, RateConfig>, key: &str| {
+            m.iter()
+                .map(|(id, r)| Ok((id.clone(), r.rate(&format!("{key}.{id}"))?)))
+                .collect::<Result<std::collections::HashMap<_, _>, ConfigError>>()
+        };
+        Ok(aip_runtime::RatePolicy {
+            per_principal: self
+                .rate_per_principal
+                .map(|r| r.rate("limits.rate_per_principal"))
+                .transpose()?,
+            per_tenant: self
+                .rate_per_tenant
+                .map(|r| r.rate("limits.rate_per_tenant"))
+                .transpose()?,
+            principals: named(&self.principal_rates, "limits.principal_rates")?,
+            tenants: named(&self.tenant_rates, "limits.tenant_rates")?,
+        })
+    }
 }
 
 /// `[shutdown]`: the graceful drain on the first SIGTERM/SIGINT (a second exits at once).
@@ -620,6 +684,7 @@ impl Config {
                 "limits.job_max_attempts must be within 1..=100".into(),
             ));
         }
+        l.rates()?;
         if l.reconcile_after_ms > 86_400_000 {
             return Err(ConfigError::Invalid(
                 "limits.reconcile_after_ms must be at most 86400000 (0: only on request)".into(),
@@ -724,6 +789,10 @@ impl Default for Limits {
             lease_ms: default_lease_ms(),
             reconcile_after_ms: default_reconcile_after_ms(),
             job_max_attempts: default_job_max_attempts(),
+            rate_per_principal: None,
+            rate_per_tenant: None,
+            principal_rates: std::collections::HashMap::new(),
+            tenant_rates: std::collections::HashMap::new(),
             stream_heartbeat_ms: default_stream_heartbeat_ms(),
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
             stream_buffer_events: default_stream_buffer_events(),
@@ -982,6 +1051,50 @@ mod tests {
             ("AIP_LIMITS__RECONCILE_AFTER_MS", "2500", |c| {
                 c.limits.reconcile_after_ms == 2_500
             }),
+            (
+                "AIP_LIMITS__RATE_PER_PRINCIPAL",
+                "{per_second=5,burst=10}",
+                |c| {
+                    c.limits.rate_per_principal
+                        == Some(RateConfig {
+                            per_second: 5,
+                            burst: 10,
+                        })
+                },
+            ),
+            (
+                "AIP_LIMITS__RATE_PER_TENANT",
+                "{per_second=50,burst=100}",
+                |c| {
+                    c.limits.rate_per_tenant
+                        == Some(RateConfig {
+                            per_second: 50,
+                            burst: 100,
+                        })
+                },
+            ),
+            (
+                "AIP_LIMITS__PRINCIPAL_RATES",
+                "{svc={per_second=1,burst=2}}",
+                |c| {
+                    c.limits.principal_rates.get("svc")
+                        == Some(&RateConfig {
+                            per_second: 1,
+                            burst: 2,
+                        })
+                },
+            ),
+            (
+                "AIP_LIMITS__TENANT_RATES",
+                "{acme={per_second=3,burst=4}}",
+                |c| {
+                    c.limits.tenant_rates.get("acme")
+                        == Some(&RateConfig {
+                            per_second: 3,
+                            burst: 4,
+                        })
+                },
+            ),
             ("AIP_ADMIN__ENABLED", "false", |c| !c.admin.enabled),
             ("AIP_ADMIN__TENANT", "ops", |c| c.admin.tenant == "ops"),
             ("AIP_SHUTDOWN__GRACE_MS", "5000", |c| {

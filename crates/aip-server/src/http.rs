@@ -163,17 +163,23 @@ pub fn router(
 /// Seconds a client refused while the node drains waits before sending again.
 const DRAINING_RETRY_AFTER_S: u64 = 5;
 
-/// A 503 answered while the node drains says when to try again (`Retry-After`): by then this
-/// node's successor, or another node behind the same address, takes the work.
+/// Seconds a rate-limited client waits: every bucket refills at least one token a second.
+const RATE_LIMITED_RETRY_AFTER_S: u64 = 1;
+
+/// A refusal that a later request may get past says when (`Retry-After`): a 503 while the node
+/// drains (by then its successor, or another node behind the same address, takes the work) and a
+/// 429 of a rate limit (spec 22.8).
 async fn retry_after(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
-    if response.status() == StatusCode::SERVICE_UNAVAILABLE
-        && state.runtime.is_draining()
-        && !response.headers().contains_key(header::RETRY_AFTER)
-    {
+    let after = match response.status() {
+        StatusCode::SERVICE_UNAVAILABLE if state.runtime.is_draining() => DRAINING_RETRY_AFTER_S,
+        StatusCode::TOO_MANY_REQUESTS => RATE_LIMITED_RETRY_AFTER_S,
+        _ => return response,
+    };
+    if !response.headers().contains_key(header::RETRY_AFTER) {
         response
             .headers_mut()
-            .insert(header::RETRY_AFTER, DRAINING_RETRY_AFTER_S.into());
+            .insert(header::RETRY_AFTER, after.into());
     }
     response
 }

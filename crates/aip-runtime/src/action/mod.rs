@@ -75,6 +75,13 @@ impl Runtime {
         if self.is_draining() {
             return Err(RuntimeError::Draining);
         }
+        self.rate_limits().check(caller).map_err(|limited| {
+            metrics::counter!("aip_rate_limited_total", "bucket" => limited.bucket).increment(1);
+            RuntimeError::RateLimited {
+                bucket: limited.bucket,
+                retry_after_ms: limited.retry_after_ms,
+            }
+        })?;
         let action = &request.action;
         let admission = match self.admit_action(caller, request).await {
             Ok(admission) => admission,

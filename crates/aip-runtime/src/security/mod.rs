@@ -2,6 +2,7 @@
 //! envelope, signature and signer binding on signed ones, and a durable claim of each signed message
 //! id for the replay window.
 
+pub mod rate;
 pub mod refusals;
 
 use aip_core::Envelope;

@@ -204,6 +204,6 @@ fn owner_of(action: &aip_store::ActionRecord) -> Result<Caller, RuntimeError> {
             )))
         })?
         .unwrap_or_default();
-    caller.issuer = "runtime".into();
+    caller.issuer = crate::caller::RUNTIME_ISSUER.into();
     Ok(caller)
 }

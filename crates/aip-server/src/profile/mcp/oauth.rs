@@ -104,6 +104,13 @@ impl OAuth {
             path: config.jwks_file.clone(),
             reason,
         };
+        // The runtime's own issuer marks work the runtime admits itself; no token may claim it.
+        if config.issuer == aip_runtime::caller::RUNTIME_ISSUER {
+            return Err(jwks_error(format!(
+                "the issuer {:?} is reserved for the runtime",
+                config.issuer
+            )));
+        }
         let text =
             std::fs::read_to_string(&config.jwks_file).map_err(|e| jwks_error(e.to_string()))?;
         let set: JwkSet = serde_json::from_str(&text).map_err(|e| jwks_error(e.to_string()))?;

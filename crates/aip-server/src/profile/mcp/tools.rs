@@ -442,6 +442,15 @@ pub async fn call(
     state.calls.remove(&flight);
     match outcome {
         Ok(finished) => Ok(finished.project(&action_id, call.version)),
+        // A refusal the client should send again later (the node drains, a rate limit) is a
+        // JSON-RPC error naming the native code, not a tool result.
+        Err(
+            err @ (aip_runtime::RuntimeError::RateLimited { .. }
+            | aip_runtime::RuntimeError::Draining),
+        ) => Err((
+            super::rpc::INTERNAL_ERROR,
+            format!("{}: {err}", err.code().as_str()),
+        )),
         Err(err) if err.code().category() == aip_core::ErrorCategory::Temporary => {
             Err((super::rpc::INTERNAL_ERROR, err.to_string()))
         }
