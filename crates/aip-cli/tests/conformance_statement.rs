@@ -145,3 +145,94 @@ fn the_statement_carries_every_member_of_24_1_and_the_docs_hold_the_default_buil
         "docs/conformance.md is stale: regenerate it with `aip conformance statement > docs/conformance.md`"
     );
 }
+
+/// A JUnit report (nextest's shape) with a passing case per test, except `leave_out` (absent) and
+/// `skipped` (its output a `SKIP:` notice).
+fn junit(tests: &[&str], leave_out: &str, skipped: &str) -> String {
+    let mut cases = String::new();
+    for test in tests.iter().filter(|t| **t != leave_out) {
+        // <crate>::<binary>::<fn> for integration tests: classname `<crate>::<binary>`.
+        let (class, name) = if test.split("::").nth(1).is_some_and(|b| {
+            workspace()
+                .join("crates")
+                .join(test.split("::").next().unwrap())
+                .join("tests")
+                .join(format!("{b}.rs"))
+                .exists()
+        }) {
+            let mut parts = test.splitn(3, "::");
+            let (k, b, f) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            (format!("{k}::{b}"), f.to_owned())
+        } else {
+            let (k, rest) = test.split_once("::").unwrap();
+            (k.to_owned(), rest.to_owned())
+        };
+        let out = if *test == skipped {
+            "SKIP: AIP_TEST_NATS_URL is not set"
+        } else {
+            "ok"
+        };
+        cases.push_str(&format!(
+            "<testcase name=\"{name}\" classname=\"{class}\"><system-out>{out}</system-out></testcase>\n"
+        ));
+    }
+    format!(
+        "<?xml version=\"1.0\"?>\n<testsuites name=\"nextest-run\" tests=\"{}\" failures=\"0\" errors=\"0\"><testsuite name=\"all\">\n{cases}</testsuite></testsuites>\n",
+        tests.len()
+    )
+}
+
+#[test]
+fn the_report_passes_a_run_where_every_claimed_test_passed_and_fails_one_missing_or_skipped() {
+    let statement: Value =
+        serde_json::from_str(&aip(&["conformance", "statement", "--json"])).unwrap();
+    let tests: Vec<&str> = statement["classes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["claimed"] == true)
+        .flat_map(|c| c["evidence"].as_array().unwrap())
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let report = |xml: String| {
+        let path = dir.path().join("junit.xml");
+        std::fs::write(&path, xml).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_aip"))
+            .args(["conformance", "report", "--check", "--json", "--junit"])
+            .arg(&path)
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .output()
+            .unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), json)
+    };
+    let (code, full) = report(junit(&tests, "", ""));
+    assert_eq!(code, Some(0), "{full}");
+    assert_eq!(full["every_claim_stands"], true);
+    let (first, last) = (tests[0], tests[tests.len() - 1]);
+    let (code, missing) = report(junit(&tests, first, ""));
+    assert_eq!(code, Some(1), "{missing}");
+    assert_eq!(missing["classes"][0]["stands"], false);
+    assert_eq!(missing["classes"][0]["tests"][0]["outcome"], "not run");
+    let (code, skipped) = report(junit(&tests, "", last));
+    assert_eq!(code, Some(1), "{skipped}");
+    // A report that is not JUnit is a usage error, not a verdict.
+    let (code, _) = {
+        let path = dir.path().join("junit.xml");
+        std::fs::write(&path, "{}").unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_aip"))
+            .args(["conformance", "report", "--junit"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        (out.status.code(), ())
+    };
+    assert_eq!(code, Some(2));
+}

@@ -451,24 +451,10 @@ fn table(
     ]
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_nats() {
-    let Some(node) = Node::start().await else {
-        return;
-    };
-    let Node {
-        server,
-        http,
-        token,
-        url,
-        prefix,
-        _dir,
-    } = &node;
-    let (session, echo, stream, receipt, approval, (txn, plan), delivery) = setup(http).await;
-    let mut socket = support::ws::connect(server, token).await;
-    let nats = async_nats::connect(url.as_str()).await.unwrap();
-
-    for read in table(
+/// The table's reads over the node's setup, and a WebSocket and a NATS connection to it.
+async fn connected(node: &Node) -> (Vec<Read>, support::ws::Socket, async_nats::Client) {
+    let (session, echo, stream, receipt, approval, (txn, plan), delivery) = setup(&node.http).await;
+    let reads = table(
         &session,
         &echo,
         &stream,
@@ -476,7 +462,20 @@ async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_n
         &approval,
         (&txn, &plan),
         &delivery,
-    ) {
+    );
+    let socket = support::ws::connect(&node.server, &node.token).await;
+    let nats = async_nats::connect(node.url.as_str()).await.unwrap();
+    (reads, socket, nats)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_answers_the_same_over_rest_the_http_envelope_websocket_and_nats() {
+    let Some(node) = Node::start().await else {
+        return;
+    };
+    let (reads, mut socket, nats) = connected(&node).await;
+    let Node { http, prefix, .. } = &node;
+    for read in reads {
         let name = read.name;
         let (rest_status, rest) = http.get(&read.rest).await;
         let rest = normalize_rest(&rest);
@@ -556,5 +555,221 @@ async fn an_action_re_sent_over_any_transport_is_answered_with_its_original_outc
                 );
             }
         }
+    }
+}
+
+/// The normative envelope schema (`../shared/aip-schemas/envelope.schema.json`) as a validator, or
+/// `None` after a SKIP notice when `../shared` is absent.
+fn envelope_schema() -> Option<jsonschema::Validator> {
+    let shared = std::env::var("AIP_SHARED_DIR").map_or_else(
+        |_| support::workspace().join("../shared"),
+        std::path::PathBuf::from,
+    );
+    let Ok(text) = std::fs::read_to_string(shared.join("aip-schemas/envelope.schema.json")) else {
+        println!("SKIP: ../shared/aip-schemas not found (set AIP_SHARED_DIR)");
+        return None;
+    };
+    Some(jsonschema::draft202012::new(&serde_json::from_str::<Value>(&text).unwrap()).unwrap())
+}
+
+/// Every envelope the node sent, checked against the normative schema as it arrives.
+struct Produced {
+    schema: jsonschema::Validator,
+    types: std::collections::BTreeSet<String>,
+    count: usize,
+}
+
+impl Produced {
+    fn check(&mut self, what: &str, transport: &str, envelope: &Value) {
+        let errors: Vec<String> = self
+            .schema
+            .iter_errors(envelope)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .take(5)
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{what} over {transport}: the node sent an envelope the normative schema refuses: {errors:?}\n{envelope}"
+        );
+        self.types
+            .insert(envelope["message_type"].as_str().unwrap().to_owned());
+        self.count += 1;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_envelope_the_node_sends_over_http_sse_websocket_and_nats_validates_against_the_normative_schema()
+ {
+    let Some(schema) = envelope_schema() else {
+        return;
+    };
+    let Some(node) = Node::start().await else {
+        return;
+    };
+    let mut produced = Produced {
+        schema,
+        types: Default::default(),
+        count: 0,
+    };
+    let (reads, mut socket, nats) = connected(&node).await;
+    let Node {
+        http,
+        token,
+        prefix,
+        ..
+    } = &node;
+
+    // Each request goes over the HTTP envelope endpoint, WebSocket and NATS.
+    let hello = json!({ "handshake": { "client": { "id": "svc:reader", "kind": "service" }, "purpose": "producer", "profiles": [] } });
+    let mut requests: Vec<(String, &str, Value)> = vec![
+        ("handshake".into(), "aip.core.v1.handshake", hello),
+        (
+            "heartbeat".into(),
+            "aip.core.v1.heartbeat",
+            json!({ "heartbeat": { "sequence": 1 } }),
+        ),
+        (
+            "manifest".into(),
+            "aip.discovery.v1.manifest_request",
+            json!({ "manifest_request": {} }),
+        ),
+        (
+            "sync action".into(),
+            "aip.core.v1.action",
+            json!({ "action": { "id": "{act}", "capability_id": "cap:demo:echo", "input": { "x": 1 } } }),
+        ),
+        (
+            "async action".into(),
+            "aip.core.v1.action",
+            json!({ "action": { "id": "{act}", "capability_id": "cap:demo:echo", "mode": "async", "input": {} } }),
+        ),
+        (
+            "planned payment".into(),
+            "aip.transaction.v1.request",
+            json!({ "transaction_request": { "transaction_id": "{txn}",
+                "action": { "id": "{act}", "capability_id": "cap:demo:payment", "input": { "amount_minor": 10, "to": "acct:parity" },
+                            "transaction": { "mode": "plan" } },
+                "requested_by": { "id": "svc:reader", "kind": "service" } } }),
+        ),
+        (
+            "unknown capability".into(),
+            "aip.core.v1.action",
+            json!({ "action": { "id": "{act}", "capability_id": "cap:nope", "input": {} } }),
+        ),
+    ];
+    for read in reads {
+        requests.push((read.name.to_owned(), read.message_type, read.body));
+    }
+    // Every `"{act}"` and `"{txn}"` becomes a new id, so each transport's request is new work.
+    fn fresh(body: &Value) -> Value {
+        match body {
+            Value::String(s) if s == "{act}" => json!(id("act_")),
+            Value::String(s) if s == "{txn}" => json!(id("txn_")),
+            Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), fresh(v))).collect(),
+            Value::Array(items) => items.iter().map(fresh).collect(),
+            other => other.clone(),
+        }
+    }
+    let mut handshake = Value::Null;
+    for (what, message_type, body) in &requests {
+        let env = envelope(message_type, fresh(body));
+        let (_, reply) = http.post("/aip/v1/messages", &env).await;
+        produced.check(what, "HTTP", &reply);
+        if *message_type == "aip.core.v1.handshake" {
+            handshake = reply;
+        }
+        let env = envelope(message_type, fresh(body));
+        support::ws::send(&mut socket, &env).await;
+        // Up to its answer; what an earlier exchange still sent (a result after its ack) is checked
+        // on the way.
+        loop {
+            let reply = support::ws::next_envelope(&mut socket).await;
+            produced.check(what, "WebSocket", &reply);
+            if reply["in_response_to"] == env["message_id"] {
+                break;
+            }
+        }
+        let env = envelope(message_type, fresh(body));
+        let subject = format!("{prefix}.{}", message_type.replace('.', "_"));
+        let (_, reply) = request(&nats, subject, &env, true).await;
+        produced.check(what, "NATS", &reply["envelope"]);
+    }
+
+    // The check bites: the same answer with a mistyped member is refused.
+    let mut mistyped = handshake.clone();
+    mistyped["body"]["handshake_response"]["session_id"] = json!(5);
+    assert!(!produced.schema.is_valid(&mistyped), "{mistyped}");
+    let mut unknown = handshake.clone();
+    unknown["body"] = json!({ "not_a_body": {} });
+    assert!(!produced.schema.is_valid(&unknown), "{unknown}");
+
+    // Resuming the handshake's session.
+    let opened = &handshake["body"]["handshake_response"];
+    let resume = envelope(
+        "aip.session.v1.session_resume_request",
+        json!({ "session_resume_request": { "session_id": opened["session_id"], "resume_token": opened["resume_token"] } }),
+    );
+    let (status, reply) = http.post("/aip/v1/messages", &resume).await;
+    assert_eq!(status, 200, "{reply}");
+    produced.check("session resume", "HTTP", &reply);
+
+    // A streamed action over SSE and over WebSocket: the ack, every chunk and the result.
+    let streaming = || {
+        envelope(
+            "aip.core.v1.action",
+            json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:count", "mode": "streaming", "input": { "n": 3 } } }),
+        )
+    };
+    let response = http
+        .http
+        .post(format!("http://{}/aip/v1/actions", http.base))
+        .bearer_auth(token)
+        .header("content-type", "application/aip+json")
+        .header("accept", "text/event-stream")
+        .body(streaming().to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let events = support::SseReader::new(response).rest().await;
+    assert!(events.len() >= 4, "{events:?}");
+    for event in &events {
+        produced.check("streamed action", "SSE", &event.data);
+    }
+    support::ws::send(&mut socket, &streaming()).await;
+    loop {
+        let reply = support::ws::next_envelope(&mut socket).await;
+        produced.check("streamed action", "WebSocket", &reply);
+        if reply["message_type"] == "aip.core.v1.action_result" {
+            break;
+        }
+    }
+
+    println!(
+        "{} envelopes of {} types valid: {:?}",
+        produced.count,
+        produced.types.len(),
+        produced.types
+    );
+    // Every answer the conformance statement lists was among them, but the delegation result a
+    // node sends only to a peer (serve_delegation).
+    let statement = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
+        .args(["conformance", "statement", "--json"])
+        .output()
+        .unwrap();
+    let statement: Value = serde_json::from_slice(&statement.stdout).unwrap();
+    let answers = statement["answer_message_types"].as_array().unwrap();
+    assert!(answers.len() >= 20, "{answers:?}");
+    for answer in answers
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .filter(|a| *a != "aip.agent.v1.delegation_result")
+    {
+        assert!(
+            produced.types.contains(answer),
+            "no {answer} among the {} envelopes checked: {:?}",
+            produced.count,
+            produced.types
+        );
     }
 }
