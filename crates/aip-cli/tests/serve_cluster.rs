@@ -18,16 +18,7 @@ const ENV: [(&str, &str); 2] = [
 ];
 
 async fn event_kinds(client: &Client, action_id: &str) -> Vec<String> {
-    let (status, events) = client
-        .get(&format!("/aip/v1/actions/{action_id}/events"))
-        .await;
-    assert_eq!(status, 200, "{events}");
-    events["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["kind"].as_str().unwrap().to_owned())
-        .collect()
+    client.event_kinds(action_id).await
 }
 
 /// Events are listed once their commit-ordered position is assigned, which may trail the state change

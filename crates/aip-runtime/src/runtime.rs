@@ -109,7 +109,7 @@ pub struct Runtime {
     registry: Registry,
     config: RuntimeConfig,
     policy: Arc<dyn PolicyGate>,
-    running: Mutex<HashMap<(String, String), CancellationToken>>,
+    running: Mutex<HashMap<(String, String), RunningHandler>>,
     worker_id: WorkerId,
     work_ready: Notify,
     action_waiters: crate::read::ActionWaiters,
@@ -241,19 +241,58 @@ impl Runtime {
         self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Waits up to `grace` for the handlers running on this node to finish and commit; returns
-    /// the actions still running then, as (tenant, action id). Their leases stay held until the
-    /// process exits: a restart of this node takes them back at once, another node when they
-    /// lapse, and each follows its retry safety as recovered work does (spec 11).
+    /// Waits up to `grace` for the handlers running on this node to finish and commit. Handlers
+    /// still running then are released (spec 11): each lease is given back in the store, claimable
+    /// at once by a restarted node or another one (the attempt is not counted), and the handler is
+    /// interrupted through its cancellation token; nothing it returns after that is committed, so
+    /// the action is never marked cancelled (a cancel is the user's decision) and its next claim
+    /// follows its retry safety as recovered work does: re-run when safe to retry, an uncertain
+    /// outcome for a mutation. Returns the released actions as (tenant, action id).
     pub async fn drained(&self, grace: std::time::Duration) -> Vec<(String, String)> {
         let deadline = tokio::time::Instant::now() + grace;
         loop {
             let idle = self.runs.load(std::sync::atomic::Ordering::SeqCst) == 0;
-            if idle || tokio::time::Instant::now() >= deadline {
-                return self.running().keys().cloned().collect();
+            if idle {
+                return Vec::new();
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
+        let cut: Vec<(
+            (String, String),
+            Option<aip_store::Fence>,
+            CancellationToken,
+        )> = self
+            .running()
+            .iter()
+            .map(|(key, handler)| {
+                handler
+                    .released
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                (key.clone(), handler.fence.clone(), handler.token.clone())
+            })
+            .collect();
+        let mut released = Vec::with_capacity(cut.len());
+        for (key, fence, token) in cut {
+            if let Some(fence) = &fence {
+                match self.store.release_job(fence, crate::clock::now_ms()).await {
+                    Ok(()) => {}
+                    // Committed in the meantime, or already taken over: nothing to give back.
+                    Err(
+                        aip_store::StoreError::StaleLease | aip_store::StoreError::NotFound { .. },
+                    ) => {}
+                    Err(err) => {
+                        tracing::warn!(action = %key.1, %err, "could not release the lease at the drain deadline; it lapses instead");
+                    }
+                }
+            }
+            token.cancel();
+            tracing::warn!(tenant = %key.0, action = %key.1, "drain deadline: lease released, handler interrupted");
+            released.push(key);
+        }
+        released
     }
 
     pub(crate) fn rate_limits(&self) -> &crate::security::rate::RateLimits {
@@ -404,11 +443,22 @@ impl Runtime {
         i64::try_from(self.config.lease_ms).unwrap_or(30_000)
     }
 
-    /// Cancellation tokens of the handlers running on this node, by (tenant, action id).
-    pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<(String, String), CancellationToken>> {
+    /// The handlers running on this node, by (tenant, action id).
+    pub(crate) fn running(&self) -> MutexGuard<'_, HashMap<(String, String), RunningHandler>> {
         // A poisoned lock only means another task panicked mid-insert; the map itself stays usable.
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// A handler running on this node: how to interrupt it, the lease it runs under, and whether a
+/// drain gave that lease back (then nothing it returns is committed).
+pub(crate) struct RunningHandler {
+    /// Cancels the handler (a user's cancel, or the drain's interrupt).
+    pub(crate) token: CancellationToken,
+    /// The lease of leased work; `None` for work that runs unleased.
+    pub(crate) fence: Option<aip_store::Fence>,
+    /// Set by the drain before it releases the lease and interrupts the handler.
+    pub(crate) released: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// One action run in progress (see [`Runtime::count_run`]).

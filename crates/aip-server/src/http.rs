@@ -224,7 +224,7 @@ async fn drain_on_signal(runtime: Arc<aip_runtime::Runtime>, grace: std::time::D
     } else {
         let ids: Vec<&str> = cut.iter().map(|(_, id)| id.as_str()).collect();
         println!(
-            "aip serve: grace of {} ms over: {} handler(s) still running keep their leases for the restart: {}",
+            "aip serve: grace of {} ms over: {} handler(s) still running were interrupted and their leases released for re-dispatch (by retry safety: a mutation is settled uncertain, never re-run): {}",
             grace.as_millis(),
             cut.len(),
             ids.join(", ")

@@ -197,6 +197,20 @@ impl Client {
         }
         panic!("action {action_id} did not reach a terminal state: {last}");
     }
+
+    /// The kinds of an action's events, in order.
+    pub async fn event_kinds(&self, action_id: &str) -> Vec<String> {
+        let (status, events) = self
+            .get(&format!("/aip/v1/actions/{action_id}/events"))
+            .await;
+        assert_eq!(status, 200, "{events}");
+        events["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap().to_owned())
+            .collect()
+    }
 }
 
 /// A fresh unique id with `prefix`.

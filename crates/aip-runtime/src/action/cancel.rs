@@ -107,11 +107,11 @@ impl Runtime {
             )
             .await?;
         }
-        if let Some(token) = self
+        if let Some(handler) = self
             .running()
             .get(&(record.tenant.clone(), record.action_id.clone()))
         {
-            token.cancel();
+            handler.token.cancel();
         }
         self.notify_work();
         self.action_status(caller, action_id, false, false, None)

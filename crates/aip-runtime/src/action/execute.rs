@@ -48,7 +48,15 @@ impl Runtime {
             .cloned()
             .ok_or_else(|| corrupt(record, "the stored request has no action input"))?;
         let running_key = (record.tenant.clone(), record.action_id.clone());
-        self.running().insert(running_key.clone(), token.clone());
+        let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        self.running().insert(
+            running_key.clone(),
+            crate::runtime::RunningHandler {
+                token: token.clone(),
+                fence: fence.cloned(),
+                released: Arc::clone(&released),
+            },
+        );
         let mutation = crate::transaction::mutates(Some(capability), record);
         let invoke = async {
             if ctx.remaining().is_zero() {
@@ -99,6 +107,11 @@ impl Runtime {
             None => invoke.await,
         };
         self.running().remove(&running_key);
+        if released.load(std::sync::atomic::Ordering::SeqCst) {
+            // The drain gave the lease back and interrupted the handler: its outcome (a
+            // cancellation, most likely) is not the action's; the next claim settles it.
+            return Err(RuntimeError::Draining);
+        }
         ctx.chunks.finish(&outcome).await;
         // A dry run, plan or reconciliation answers with its own output, not the capability's.
         let check_output = slot.as_ref().is_none_or(crate::transaction::Slot::mutates);

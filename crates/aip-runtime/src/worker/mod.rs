@@ -103,6 +103,10 @@ async fn work(runtime: Arc<Runtime>, kind: Arc<dyn JobKind>) {
                     RuntimeError::Storage(e) => e.code(),
                     _ => "",
                 };
+                if matches!(error, RuntimeError::Draining) {
+                    // Released at the drain deadline: said once by the drain, not a failure.
+                    continue;
+                }
                 tracing::warn!(queue = kind.queue(), job = %lease.fence.job_id, error = %error, store, "job run failed");
                 let settled = AssertUnwindSafe(kind.failed(&runtime, &lease, error))
                     .catch_unwind()
