@@ -264,6 +264,7 @@ async fn raw_writes(store: &dyn Store, worker: &WorkerId, id: &str, request: &Va
             transaction: None,
             timers: Vec::new(),
             callback: None,
+            quota: Default::default(),
             // Like the runtime, the admission decision's audit event.
             audit: vec![NewAudit {
                 audit_id: format!("aud_{id}"),

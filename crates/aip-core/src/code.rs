@@ -263,6 +263,9 @@ error_codes! {
     /// The caller's principal or tenant sent more work than its rate limit allows; send it again
     /// after `details.retry_after_ms` (spec 22.8). Nothing was admitted.
     RateLimited = "aip.limit.rate_limited", Policy;
+    /// The caller's principal or tenant already holds as many unfinished actions as its
+    /// concurrency quota allows; send it again once one finishes (spec 22.8). Nothing was admitted.
+    QuotaExceeded = "aip.limit.quota_exceeded", Policy;
     /// Durable storage failed; nothing was acknowledged.
     StorageUnavailable = "aip.runtime.storage_unavailable", Temporary;
     /// The node is shutting down and takes no new work; send it again (to another node, or after

@@ -4,6 +4,9 @@
 use aip_core::{DecodeError, ErrorCategory, ErrorCode, ProtocolError};
 use aip_store::StoreError;
 
+/// The retry hint of a quota refusal: when a slot frees is not known, so a short poll.
+pub(crate) const QUOTA_RETRY_AFTER_MS: u64 = 1000;
+
 /// Why the runtime refused or could not finish a request. `Display` text is for humans only.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -118,6 +121,17 @@ pub enum RuntimeError {
         bucket: &'static str,
         /// When a token is available again.
         retry_after_ms: u64,
+    },
+    /// A concurrency quota refused the work (spec 22.8): the principal or tenant already holds
+    /// `limit` unfinished actions; nothing was admitted.
+    #[error(
+        "the {bucket} already holds {limit} unfinished actions, its quota: send again once one finishes"
+    )]
+    QuotaExceeded {
+        /// `principal` or `tenant`.
+        bucket: &'static str,
+        /// The quota.
+        limit: u32,
     },
     /// The node is draining for shutdown: no new work is admitted; nothing was acknowledged.
     #[error("this node is shutting down and admits no new work; send it again shortly")]
@@ -387,6 +401,7 @@ impl RuntimeError {
             RuntimeError::Storage(_) => ErrorCode::StorageUnavailable,
             RuntimeError::Draining => ErrorCode::Draining,
             RuntimeError::RateLimited { .. } => ErrorCode::RateLimited,
+            RuntimeError::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
@@ -443,6 +458,7 @@ impl RuntimeError {
                 | RuntimeError::Internal(_)
                 | RuntimeError::Draining
                 | RuntimeError::RateLimited { .. }
+                | RuntimeError::QuotaExceeded { .. }
         )
     }
 
@@ -453,8 +469,18 @@ impl RuntimeError {
         }
         let mut error = self.code().error(self.to_string());
         error.retryable = Some(self.retryable());
-        if let RuntimeError::RateLimited { retry_after_ms, .. } = self {
-            error.details = Some(serde_json::json!({ "retry_after_ms": retry_after_ms }));
+        match self {
+            RuntimeError::RateLimited { retry_after_ms, .. } => {
+                error.details = Some(serde_json::json!({ "retry_after_ms": retry_after_ms }));
+            }
+            RuntimeError::QuotaExceeded { bucket, limit } => {
+                error.details = Some(serde_json::json!({
+                    "bucket": bucket,
+                    "limit": limit,
+                    "retry_after_ms": QUOTA_RETRY_AFTER_MS,
+                }));
+            }
+            _ => {}
         }
         error
     }

@@ -74,6 +74,8 @@ pub struct RuntimeConfig {
     pub refusals: crate::security::refusals::RefusalPolicy,
     /// Rate limits on admitted work per principal and tenant (spec 22.8).
     pub rates: crate::security::rate::RatePolicy,
+    /// Concurrency quotas on unfinished actions per principal and tenant (spec 22.8).
+    pub quotas: crate::security::rate::QuotaPolicy,
     /// Who this node is across restarts, so that a restart takes back its own earlier leases at
     /// once instead of waiting for them to lapse (spec 11, recovery).
     pub boot: BootIdentity,
@@ -293,6 +295,10 @@ impl Runtime {
             released.push(key);
         }
         released
+    }
+
+    pub(crate) fn quotas(&self) -> &crate::security::rate::QuotaPolicy {
+        &self.config.quotas
     }
 
     pub(crate) fn rate_limits(&self) -> &crate::security::rate::RateLimits {

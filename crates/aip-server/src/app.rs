@@ -221,6 +221,9 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         rates: limits
             .rates()
             .map_err(|e| ServeError::Config(e.to_string()))?,
+        quotas: limits
+            .quotas()
+            .map_err(|e| ServeError::Config(e.to_string()))?,
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
         Some(oauth) => Some(Arc::new(

@@ -249,6 +249,18 @@ pub struct Limits {
     /// Rates of named tenants, in place of `rate_per_tenant`.
     #[serde(default)]
     pub tenant_rates: std::collections::HashMap<String, RateConfig>,
+    /// Most unfinished actions each principal holds at once (spec 22.8); unset: unbounded.
+    #[serde(default)]
+    pub max_running_per_principal: Option<u32>,
+    /// Most unfinished actions each tenant holds at once, all its principals together.
+    #[serde(default)]
+    pub max_running_per_tenant: Option<u32>,
+    /// Quotas of named principals, in place of `max_running_per_principal`.
+    #[serde(default)]
+    pub principal_running: std::collections::HashMap<String, u32>,
+    /// Quotas of named tenants, in place of `max_running_per_tenant`.
+    #[serde(default)]
+    pub tenant_running: std::collections::HashMap<String, u32>,
     /// Idle time after which an SSE/WebSocket stream gets a `heartbeat` event (100..=60000 ms).
     #[serde(default = "default_stream_heartbeat_ms")]
     pub stream_heartbeat_ms: u64,
@@ -327,6 +339,36 @@ impl Limits {
                 .transpose()?,
             principals: named(&self.principal_rates, "limits.principal_rates")?,
             tenants: named(&self.tenant_rates, "limits.tenant_rates")?,
+        })
+    }
+
+    /// The runtime's concurrency quotas, or the first one out of bounds (1..=1000000).
+    pub fn quotas(&self) -> Result<aip_runtime::QuotaPolicy, ConfigError> {
+        let bound = |v: u32, key: &str| {
+            if (1..=1_000_000).contains(&v) {
+                Ok(v)
+            } else {
+                Err(ConfigError::Invalid(format!(
+                    "{key}: a quota must be within 1..=1000000"
+                )))
+            }
+        };
+        let named = |m: &std::collections::HashMap<String, u32>, key: &str| {
+            m.iter()
+                .map(|(id, v)| Ok((id.clone(), bound(*v, &format!("{key}.{id}"))?)))
+                .collect::<Result<std::collections::HashMap<_, _>, ConfigError>>()
+        };
+        Ok(aip_runtime::QuotaPolicy {
+            per_principal: self
+                .max_running_per_principal
+                .map(|v| bound(v, "limits.max_running_per_principal"))
+                .transpose()?,
+            per_tenant: self
+                .max_running_per_tenant
+                .map(|v| bound(v, "limits.max_running_per_tenant"))
+                .transpose()?,
+            principals: named(&self.principal_running, "limits.principal_running")?,
+            tenants: named(&self.tenant_running, "limits.tenant_running")?,
         })
     }
 }
@@ -685,6 +727,7 @@ impl Config {
             ));
         }
         l.rates()?;
+        l.quotas()?;
         if l.reconcile_after_ms > 86_400_000 {
             return Err(ConfigError::Invalid(
                 "limits.reconcile_after_ms must be at most 86400000 (0: only on request)".into(),
@@ -793,6 +836,10 @@ impl Default for Limits {
             rate_per_tenant: None,
             principal_rates: std::collections::HashMap::new(),
             tenant_rates: std::collections::HashMap::new(),
+            max_running_per_principal: None,
+            max_running_per_tenant: None,
+            principal_running: std::collections::HashMap::new(),
+            tenant_running: std::collections::HashMap::new(),
             stream_heartbeat_ms: default_stream_heartbeat_ms(),
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
             stream_buffer_events: default_stream_buffer_events(),

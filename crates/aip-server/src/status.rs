@@ -39,7 +39,7 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         ErrorCode::ApproverMismatch | ErrorCode::PrincipalMismatch => Some(StatusCode::FORBIDDEN),
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),
         ErrorCode::UnsupportedMediaType => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
-        ErrorCode::RateLimited => Some(StatusCode::TOO_MANY_REQUESTS),
+        ErrorCode::RateLimited | ErrorCode::QuotaExceeded => Some(StatusCode::TOO_MANY_REQUESTS),
         // What the cursor pointed at is gone for good.
         ErrorCode::CursorExpired | ErrorCode::Purged => Some(StatusCode::GONE),
         _ => None,

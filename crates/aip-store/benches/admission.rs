@@ -101,6 +101,7 @@ fn admission(run: &str, audited: bool) -> Admission {
         transaction: None,
         timers: Vec::new(),
         callback: None,
+        quota: Default::default(),
     }
 }
 

@@ -48,6 +48,14 @@ pub enum StoreError {
         /// The requested state.
         to: String,
     },
+    /// An admission would exceed a concurrency quota (spec 22.8); nothing was written.
+    #[error("the {bucket} already has {limit} unfinished actions, its quota")]
+    QuotaExceeded {
+        /// `principal` or `tenant`.
+        bucket: &'static str,
+        /// The quota.
+        limit: u32,
+    },
     /// A write carried a fencing token that no longer owns the lease (spec 13.4, 17.3).
     #[error("stale lease: the fencing token no longer owns this work")]
     StaleLease,
@@ -115,6 +123,7 @@ impl StoreError {
             StoreError::Terminal { .. } => "store.terminal",
             StoreError::InvalidTransition { .. } => "store.invalid_transition",
             StoreError::StaleLease => "store.stale_lease",
+            StoreError::QuotaExceeded { .. } => "store.quota_exceeded",
             StoreError::InvalidCursor => "store.invalid_cursor",
             StoreError::ForeignCursor => "store.foreign_cursor",
             StoreError::ChunkConflict { .. } => "store.chunk_conflict",

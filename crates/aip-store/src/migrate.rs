@@ -109,6 +109,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "session_tail_indexes",
         sql: include_str!("../migrations/sqlite/0016_session_tail_indexes.sql"),
     },
+    Migration {
+        version: 17,
+        name: "unfinished_actions",
+        sql: include_str!("../migrations/sqlite/0017_unfinished_actions.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -182,6 +187,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 14,
         name: "session_tail_indexes",
         sql: include_str!("../migrations/postgres/0014_session_tail_indexes.sql"),
+    },
+    Migration {
+        version: 15,
+        name: "unfinished_actions",
+        sql: include_str!("../migrations/postgres/0015_unfinished_actions.sql"),
     },
 ];
 

@@ -116,6 +116,7 @@ suite!(
     a_foreign_tenants_settlement_batch_is_not_found,
     a_foreign_tenants_audit_events_are_not_found,
     a_foreign_tenants_record_id_is_not_found,
+    concurrency_quotas_bound_unfinished_actions_in_the_admission_itself,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and
@@ -337,6 +338,7 @@ mod cases {
             timers: Vec::new(),
             callback: None,
             audit: Vec::new(),
+            quota: RunningQuota::default(),
         }
     }
 

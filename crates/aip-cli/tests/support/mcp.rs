@@ -13,13 +13,18 @@ pub const BOB: &str = "bob-token-0123456789abcdef0";
 
 /// A server with two ordinary principals, alice and bob, who may invoke the demo capabilities.
 pub fn two_principals(dir: &Path) -> Server {
+    two_principals_with(dir, "")
+}
+
+/// [`two_principals`] with `extra` TOML (tables before the principals) in its configuration.
+pub fn two_principals_with(dir: &Path, extra: &str) -> Server {
     let alice = token_file(dir, "alice.token", ALICE);
     let bob = token_file(dir, "bob.token", BOB);
     let config = dir.join("aip.toml");
     std::fs::write(
         &config,
         format!(
-            r#"
+            r#"{extra}
 [[principals]]
 id = "alice"
 kind = "agent"

@@ -291,6 +291,7 @@ pub(crate) async fn admit(
         timers,
         callback,
         audit,
+        quota: runtime.quotas().of(caller),
     };
     match runtime.store().admit(admission).await {
         Ok(AdmissionOutcome::Admitted { record, lease }) => Ok(Admission::Admitted(Admitted {
@@ -320,6 +321,10 @@ pub(crate) async fn admit(
             }
         }
         Ok(_) => Err(RuntimeError::Internal("unexpected admission outcome")),
+        Err(StoreError::QuotaExceeded { bucket, limit }) => {
+            metrics::counter!("aip_quota_exceeded_total", "bucket" => bucket).increment(1);
+            Err(RuntimeError::QuotaExceeded { bucket, limit })
+        }
         Err(StoreError::Duplicate { kind: "action" }) => resend_of(runtime, caller, request)
             .await?
             .ok_or(RuntimeError::DuplicateActionId),

@@ -3,6 +3,9 @@
 //! (native HTTP, envelopes, WebSocket, NATS, MCP, A2A, webhooks, delegations) is bound by the same
 //! buckets. Exceeding one refuses the action with `aip.limit.rate_limited` before anything is
 //! written. Buckets are GCRA (the `governor` crate).
+//!
+//! Concurrency quotas ([`QuotaPolicy`]) bound the unfinished actions a principal and a tenant hold
+//! at once; the store checks them inside the admission's transaction, so they hold across nodes.
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -136,5 +139,42 @@ impl RateLimits {
             bucket: "tenant",
             retry_after_ms: wait(n),
         })
+    }
+}
+
+/// Concurrency quotas: the most unfinished actions a principal and a tenant may hold at once
+/// (spec 22.8); `None` is no bound. Exceeding one refuses the action with
+/// `aip.limit.quota_exceeded` and writes nothing.
+#[derive(Debug, Clone, Default)]
+pub struct QuotaPolicy {
+    /// Each principal's bound, unless overridden.
+    pub per_principal: Option<u32>,
+    /// Each tenant's bound (all its principals together), unless overridden.
+    pub per_tenant: Option<u32>,
+    /// Bounds of named principals, by principal id (in any tenant).
+    pub principals: HashMap<String, u32>,
+    /// Bounds of named tenants.
+    pub tenants: HashMap<String, u32>,
+}
+
+impl QuotaPolicy {
+    /// The bounds `caller`'s admission must fit. Work the runtime admits itself (a
+    /// reconciliation, a compensation) is never refused: it finishes what was admitted.
+    pub(crate) fn of(&self, caller: &Caller) -> aip_store::RunningQuota {
+        if caller.issuer == RUNTIME_ISSUER {
+            return aip_store::RunningQuota::default();
+        }
+        aip_store::RunningQuota {
+            principal: self
+                .principals
+                .get(&caller.id)
+                .copied()
+                .or(self.per_principal),
+            tenant: self
+                .tenants
+                .get(&caller.tenant)
+                .copied()
+                .or(self.per_tenant),
+        }
     }
 }

@@ -82,6 +82,19 @@ string_enum!(
 );
 
 impl ActionState {
+    /// Whether an action in this state holds a slot of a concurrency quota ([`RunningQuota`]):
+    /// it is unfinished and not waiting for an approval.
+    pub fn counts_against_quota(self) -> bool {
+        matches!(
+            self,
+            ActionState::Accepted
+                | ActionState::Queued
+                | ActionState::Running
+                | ActionState::Streaming
+                | ActionState::Cancelling
+        )
+    }
+
     /// Whether the state is terminal for the action record (spec 11.5).
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -672,6 +685,20 @@ pub struct Admission {
     pub callback: Option<CallbackSubscription>,
     /// Audit events of the admission decision (spec 18.3), committed with it (never without it).
     pub audit: Vec<NewAudit>,
+    /// Concurrency quotas the admission must fit (spec 22.8), checked in its transaction.
+    pub quota: RunningQuota,
+}
+
+/// Most unfinished actions (accepted, queued, running, streaming, cancelling; not those waiting
+/// for an approval) a principal and its tenant may hold at once, the new one included; `None`:
+/// no bound. Checked inside the admission's transaction, serialized per principal and per tenant
+/// on PostgreSQL, so concurrent admissions on any node never overshoot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunningQuota {
+    /// The principal's bound.
+    pub principal: Option<u32>,
+    /// The tenant's bound (all its principals together).
+    pub tenant: Option<u32>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

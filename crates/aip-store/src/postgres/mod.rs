@@ -106,6 +106,7 @@ impl Dialect for Postgres {
     const BACKEND: Backend = Backend::Postgres;
     const ROW_LOCK: &'static str = " FOR UPDATE";
     const CLAIM_LOCK: &'static str = " FOR UPDATE SKIP LOCKED";
+    const QUOTA_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(hashtext($1))");
 
     type Reader = PgPool;
 

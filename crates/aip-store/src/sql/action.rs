@@ -134,6 +134,7 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
                 .execute(&mut *tx)
                 .await
                 .map_err(|e| e.or_duplicate("action"))?;
+                tx_check_quota::<D>(&mut *tx, act, a.quota).await?;
                 if let Some(approval) = &a.approval {
                     if approval.tenant != act.tenant || approval.action_id != act.action_id {
                         return Err(StoreError::InvalidInput(
@@ -515,4 +516,65 @@ pub(super) fn list_actions_sql(session: bool) -> String {
               WHERE l.tenant = aip_actions.tenant AND l.action_id = aip_actions.action_id AND l.transaction_id = $8)) \
          AND seq > $6 ORDER BY seq LIMIT $7",
     )
+}
+
+/// States that count against a concurrency quota (the partial index `aip_actions_unfinished`).
+const UNFINISHED: &str = "state IN ('accepted', 'queued', 'running', 'streaming', 'cancelling')";
+
+/// Refuses the admission of `act` (already inserted in this transaction, so the error rolls it
+/// back) when its tenant or principal then holds more unfinished actions than `quota` allows.
+/// The tenant's lock is taken before the principal's, always in that order.
+async fn tx_check_quota<D: Dialect>(
+    tx: &mut dyn Tx,
+    act: &NewAction,
+    quota: RunningQuota,
+) -> StoreResult<()> {
+    if !act.state.counts_against_quota() {
+        return Ok(());
+    }
+    if let Some(limit) = quota.tenant {
+        if let Some(lock) = D::QUOTA_LOCK {
+            query(lock)
+                .bind(format!("quota/{}", act.tenant))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let sql =
+            format!("SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 AND {UNFINISHED}");
+        let n: i64 = query(sql)
+            .bind(&act.tenant)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("n")?;
+        if n > i64::from(limit) {
+            return Err(StoreError::QuotaExceeded {
+                bucket: "tenant",
+                limit,
+            });
+        }
+    }
+    if let Some(limit) = quota.principal {
+        if let Some(lock) = D::QUOTA_LOCK {
+            query(lock)
+                .bind(format!("quota/{}/{}", act.tenant, act.principal))
+                .execute(&mut *tx)
+                .await?;
+        }
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 AND principal = $2 AND {UNFINISHED}"
+        );
+        let n: i64 = query(sql)
+            .bind(&act.tenant)
+            .bind(&act.principal)
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get("n")?;
+        if n > i64::from(limit) {
+            return Err(StoreError::QuotaExceeded {
+                bucket: "principal",
+                limit,
+            });
+        }
+    }
+    Ok(())
 }

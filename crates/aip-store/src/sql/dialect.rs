@@ -22,6 +22,11 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     /// concurrent claimers take different jobs; nothing on SQLite.
     const CLAIM_LOCK: &'static str;
 
+    /// A statement taking a transaction-scoped lock on the text `$1` (PostgreSQL: an advisory
+    /// lock on its hash), so the admissions that count one principal's or tenant's unfinished
+    /// actions run one at a time; none on SQLite, whose writes are serialized already.
+    const QUOTA_LOCK: Option<&'static str>;
+
     /// The pool reads run on.
     type Reader: Pool;
 

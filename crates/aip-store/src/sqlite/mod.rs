@@ -126,6 +126,7 @@ impl Dialect for Sqlite {
     // Every write runs on the one writer in `BEGIN IMMEDIATE`: reads inside it need no lock.
     const ROW_LOCK: &'static str = "";
     const CLAIM_LOCK: &'static str = "";
+    const QUOTA_LOCK: Option<&'static str> = None;
 
     type Reader = SqlitePool;
 

@@ -338,3 +338,74 @@ pub async fn a_failed_transition_writes_none_of_its_events_or_receipts(h: &Harne
     assert_eq!((a.state, a.result), (ActionState::Accepted, None));
     assert_eq!(events_of(s, "t1").await.len(), 1);
 }
+
+/// Spec 22.8: a principal's and a tenant's unfinished actions are bounded in the admission's own
+/// transaction: past the quota nothing is written; finished work and work awaiting an approval free
+/// or take no slot; a resend by id is still recognised; racing admissions never overshoot.
+pub async fn concurrency_quotas_bound_unfinished_actions_in_the_admission_itself(h: &Harness) {
+    let s = &h.store;
+    let quota = |principal, tenant| RunningQuota { principal, tenant };
+    let admit = |id: &str, principal: &str, q: RunningQuota| {
+        let mut a = admission(id, None);
+        a.action.principal = principal.into();
+        a.events.clear();
+        a.quota = q;
+        a
+    };
+    let q2 = quota(Some(2), None);
+    admit_ok(s, admit("q1", "alice", q2)).await;
+    admit_ok(s, admit("q2", "alice", q2)).await;
+    match s.admit(admit("q3", "alice", q2)).await {
+        Err(StoreError::QuotaExceeded { bucket, limit }) => {
+            assert_eq!((bucket, limit), ("principal", 2));
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    assert!(
+        s.get_action("t1", "q3").await.unwrap().is_none(),
+        "nothing written"
+    );
+    // A resend of an admitted id is still a duplicate, not a quota refusal.
+    assert!(matches!(
+        s.admit(admit("q2", "alice", q2)).await,
+        Err(StoreError::Duplicate { kind: "action" })
+    ));
+    // Another principal has its own quota; the tenant's counts everyone.
+    admit_ok(s, admit("q4", "bob", q2)).await;
+    match s.admit(admit("q5", "carol", quota(None, Some(3)))).await {
+        Err(StoreError::QuotaExceeded { bucket, limit }) => {
+            assert_eq!((bucket, limit), ("tenant", 3));
+        }
+        other => panic!("expected the tenant's quota, got {other:?}"),
+    }
+    // Work waiting for an approval holds no slot.
+    let mut gated = admit("q6", "alice", q2);
+    gated.action.state = ActionState::PendingApproval;
+    admit_ok(s, gated).await;
+    // A finished action frees its slot.
+    s.transition_action(transition(
+        "q1",
+        &[ActionState::Accepted],
+        ActionState::Completed,
+    ))
+    .await
+    .unwrap();
+    admit_ok(s, admit("q7", "alice", q2)).await;
+    // Racing admissions of a fresh principal with a quota of 3: exactly 3 get in.
+    let store = s.clone();
+    let outcomes = race(12, move |i| {
+        let store = store.clone();
+        let a = admit(&format!("race{i}"), "dave", quota(Some(3), None));
+        async move { store.admit(a).await }
+    })
+    .await;
+    let admitted = outcomes
+        .iter()
+        .filter(|o| matches!(o, Ok(AdmissionOutcome::Admitted { .. })))
+        .count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(StoreError::QuotaExceeded { .. })))
+        .count();
+    assert_eq!((admitted, refused), (3, 9), "{outcomes:?}");
+}

@@ -442,10 +442,11 @@ pub async fn call(
     state.calls.remove(&flight);
     match outcome {
         Ok(finished) => Ok(finished.project(&action_id, call.version)),
-        // A refusal the client should send again later (the node drains, a rate limit) is a
+        // A refusal the client should send again later (the node drains, a rate limit, a quota) is a
         // JSON-RPC error naming the native code, not a tool result.
         Err(
             err @ (aip_runtime::RuntimeError::RateLimited { .. }
+            | aip_runtime::RuntimeError::QuotaExceeded { .. }
             | aip_runtime::RuntimeError::Draining),
         ) => Err((
             super::rpc::INTERNAL_ERROR,
