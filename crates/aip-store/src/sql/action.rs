@@ -532,48 +532,32 @@ async fn tx_check_quota<D: Dialect>(
     if !act.state.counts_against_quota() {
         return Ok(());
     }
-    if let Some(limit) = quota.tenant {
+    let buckets = [
+        ("tenant", quota.tenant, None),
+        ("principal", quota.principal, Some(act.principal.as_str())),
+    ];
+    for (bucket, limit, principal) in buckets {
+        let Some(limit) = limit else { continue };
         if let Some(lock) = D::QUOTA_LOCK {
-            query(lock)
-                .bind(format!("quota/{}", act.tenant))
-                .execute(&mut *tx)
-                .await?;
+            let key = match principal {
+                Some(p) => format!("quota/{}/{p}", act.tenant),
+                None => format!("quota/{}", act.tenant),
+            };
+            query(lock).bind(key).execute(&mut *tx).await?;
         }
-        let sql =
-            format!("SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 AND {UNFINISHED}");
-        let n: i64 = query(sql)
-            .bind(&act.tenant)
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get("n")?;
-        if n > i64::from(limit) {
-            return Err(StoreError::QuotaExceeded {
-                bucket: "tenant",
-                limit,
-            });
-        }
-    }
-    if let Some(limit) = quota.principal {
-        if let Some(lock) = D::QUOTA_LOCK {
-            query(lock)
-                .bind(format!("quota/{}/{}", act.tenant, act.principal))
-                .execute(&mut *tx)
-                .await?;
-        }
+        // `$2 IS NULL` counts the whole tenant; the partial index serves both.
         let sql = format!(
-            "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 AND principal = $2 AND {UNFINISHED}"
+            "SELECT COUNT(*) AS n FROM aip_actions WHERE tenant = $1 \
+             AND (CAST($2 AS TEXT) IS NULL OR principal = $2) AND {UNFINISHED}"
         );
         let n: i64 = query(sql)
             .bind(&act.tenant)
-            .bind(&act.principal)
+            .bind(principal)
             .fetch_one(&mut *tx)
             .await?
             .try_get("n")?;
         if n > i64::from(limit) {
-            return Err(StoreError::QuotaExceeded {
-                bucket: "principal",
-                limit,
-            });
+            return Err(StoreError::QuotaExceeded { bucket, limit });
         }
     }
     Ok(())
