@@ -23,7 +23,21 @@ async fn a_node_on_postgres_runs_sync_and_async_actions_and_reports_its_backend(
     let admin = server.admin();
     let (status, ready) = admin.get("/ready").await;
     assert_eq!(status, 200, "{ready}");
-    assert_eq!(ready["storage"], "postgres");
+    // A schema that is no longer exactly this build's (here: another process rewrote a migration
+    // row) takes the node out of rotation; the probe says only that, and recovers with the schema.
+    db.exec("UPDATE aip_migrations SET version = -version WHERE version = 3")
+        .await;
+    let (status, ready) = server.anonymous().get("/ready").await;
+    assert_eq!((status, ready), (503, json!({ "status": "not_ready" })));
+    db.exec("UPDATE aip_migrations SET version = 3 WHERE version = -3")
+        .await;
+    let (status, ready) = server.anonymous().get("/ready").await;
+    assert_eq!((status, ready), (200, json!({ "status": "ready" })));
+    let metrics = admin.get_text("/metrics").await;
+    assert!(
+        metrics.contains("aip_node_info{backend=\"postgres\""),
+        "{metrics}"
+    );
     let (status, reply) = admin
         .act(json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": { "on": "postgres" } }))
         .await;

@@ -102,16 +102,7 @@ async fn a_flood_of_bad_credentials_is_a_few_node_log_events_carrying_its_count_
         (400, Some("aip.read.invalid_query"))
     );
     // Every refusal is counted in the metric.
-    let metrics = admin
-        .http
-        .get(format!("http://{}/metrics", server.base))
-        .bearer_auth(&server.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = admin.get_text("/metrics").await;
     assert!(
         metrics.contains("aip_auth_refusals_total{reason=\"bad_bearer_token\"} 40"),
         "{metrics}"

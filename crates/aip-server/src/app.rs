@@ -249,11 +249,19 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         tokio::spawn(refresher.run(Arc::clone(&runtime)));
     }
     let auth = Arc::new(auth);
+    let metrics = metrics_handle();
+    // An info metric (always 1) that names what this node runs on, for dashboards and operators.
+    metrics::gauge!(
+        "aip_node_info",
+        "backend" => store.backend().as_str(),
+        "version" => env!("CARGO_PKG_VERSION"),
+    )
+    .set(1.0);
     let state = AppState {
         auth: Arc::clone(&auth),
         guard: Arc::new(RequestGuard::from_config(config)),
         ready: Arc::new(StoreReady(store)),
-        metrics: metrics_handle(),
+        metrics,
         runtime: Arc::clone(&runtime),
         streaming: crate::sse::StreamLimits {
             heartbeat: std::time::Duration::from_millis(limits.stream_heartbeat_ms),
@@ -721,15 +729,14 @@ struct StoreReady(Arc<dyn Store>);
 
 #[async_trait::async_trait]
 impl ReadyCheck for StoreReady {
-    async fn check(&self) -> Result<String, String> {
-        match self.0.ping().await {
-            Ok(()) => Ok(self.0.backend().as_str().to_owned()),
-            Err(e) => Err(format!(
-                "{} unavailable: {}",
+    async fn check(&self) -> Result<(), String> {
+        self.0.ping().await.map_err(|e| {
+            format!(
+                "{} unavailable: {} ({e})",
                 self.0.backend().as_str(),
                 e.code()
-            )),
-        }
+            )
+        })
     }
 }
 

@@ -45,11 +45,12 @@ pub struct AppState {
     pub mcp_dev_principal: Option<aip_runtime::Caller>,
 }
 
-/// Reports whether durable storage answers; `/ready` uses it.
+/// Reports whether durable storage is usable (reachable, its writer answering, its migrations
+/// exactly this build's); `/ready` uses it.
 #[async_trait::async_trait]
 pub trait ReadyCheck: Send + Sync {
-    /// `Ok(description)` when storage is usable.
-    async fn check(&self) -> Result<String, String>;
+    /// `Err(reason)` when storage is not usable; the reason goes to the node log only.
+    async fn check(&self) -> Result<(), String>;
 }
 
 /// Accepted `Host` names and `Origin` values (DNS-rebinding and cross-site guards).
@@ -139,12 +140,12 @@ pub fn router(
     console: bool,
 ) -> Router {
     let protected = protected
-        .route("/ready", get(ready))
         .route("/metrics", get(metrics_route))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
     let public = Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .merge(public_extra);
     let public = if console {
         public.merge(crate::console::routes())
@@ -260,25 +261,56 @@ pub async fn shutting_down() {
     let _ = rx.wait_for(|down| *down).await;
 }
 
+/// Liveness: the process answers HTTP. Needs no token and says nothing else.
 async fn health() -> impl IntoResponse {
     axum::Json(json!({ "status": "ok" }))
 }
 
+/// The longest a readiness probe waits for storage: a writer that does not answer in this time is
+/// stalled, as far as routing traffic here goes.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Whether the last probe found the node ready, so the log records changes, not every probe.
+static LAST_READY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Readiness: not draining, storage reachable through its readers and its writer within
+/// [`READY_TIMEOUT`], migrations exactly this build's. Needs no token (a Kubernetes probe has
+/// none), so it answers only `ready`, `not_ready` or `draining`; why it is not ready goes to the
+/// node log.
 async fn ready(State(state): State<AppState>) -> Response {
-    if state.runtime.is_draining() {
-        return (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({ "status": "draining" })),
-        )
-            .into_response();
-    }
-    match state.ready.check().await {
-        Ok(storage) => axum::Json(json!({ "status": "ready", "storage": storage })).into_response(),
-        Err(reason) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            axum::Json(json!({ "status": "not_ready", "storage": reason })),
-        )
-            .into_response(),
+    let verdict = if state.runtime.is_draining() {
+        Err(("draining", "the node is draining".to_owned()))
+    } else {
+        match tokio::time::timeout(READY_TIMEOUT, state.ready.check()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(reason)) => Err(("not_ready", reason)),
+            Err(_) => Err((
+                "not_ready",
+                format!(
+                    "storage did not answer within {} ms (writer stalled or database unreachable)",
+                    READY_TIMEOUT.as_millis()
+                ),
+            )),
+        }
+    };
+    let was = LAST_READY.swap(verdict.is_ok(), std::sync::atomic::Ordering::Relaxed);
+    match verdict {
+        Ok(()) => {
+            if !was {
+                tracing::info!("ready again");
+            }
+            axum::Json(json!({ "status": "ready" })).into_response()
+        }
+        Err((status, reason)) => {
+            if was {
+                tracing::warn!(%reason, "not ready");
+            }
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(json!({ "status": status })),
+            )
+                .into_response()
+        }
     }
 }
 

@@ -106,6 +106,12 @@ pub enum StoreError {
         /// The unknown version.
         version: i64,
     },
+    /// A migration this build knows is not applied (another process rolled the schema back).
+    #[error("migration {version} is not applied")]
+    MigrationPending {
+        /// The first missing version.
+        version: i64,
+    },
 }
 
 impl StoreError {
@@ -132,6 +138,7 @@ impl StoreError {
             StoreError::ResumeTokenInvalid => "store.resume_token_invalid",
             StoreError::MigrationChanged { .. } => "store.migration_changed",
             StoreError::MigrationUnknown { .. } => "store.migration_unknown",
+            StoreError::MigrationPending { .. } => "store.migration_pending",
         }
     }
 

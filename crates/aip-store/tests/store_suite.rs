@@ -538,6 +538,25 @@ mod cases {
     }
 
     pub async fn a_changed_migration_stops_startup(h: &Harness) {
+        // The readiness probe sees a schema that is no longer exactly this build's.
+        h.store.ping().await.unwrap();
+        h.raw_exec("DELETE FROM aip_migrations WHERE version = 2")
+            .await
+            .unwrap();
+        match h.store.ping().await {
+            Err(e @ StoreError::MigrationPending { version: 2 }) => {
+                assert_eq!(e.code(), "store.migration_pending")
+            }
+            other => panic!("expected a pending migration, got {other:?}"),
+        }
+        h.raw_exec("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES (998, 'future', 'x', 0)").await.unwrap();
+        assert!(matches!(
+            h.store.ping().await,
+            Err(StoreError::MigrationUnknown { version: 998 })
+        ));
+        h.raw_exec("DELETE FROM aip_migrations WHERE version = 998")
+            .await
+            .unwrap();
         assert_eq!(
             h.raw_exec("UPDATE aip_migrations SET checksum = 'tampered' WHERE version = 1")
                 .await

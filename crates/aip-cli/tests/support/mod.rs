@@ -150,6 +150,17 @@ impl Client {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// GET a path as text (`/metrics`); panics unless it answers 200.
+    pub async fn get_text(&self, path: &str) -> String {
+        let r = self
+            .auth(self.http.get(format!("http://{}{path}", self.base)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200, "GET {path}");
+        r.text().await.unwrap()
+    }
+
     /// POST an envelope to a path; returns (status, JSON body).
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
         let r = self

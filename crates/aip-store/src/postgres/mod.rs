@@ -107,6 +107,7 @@ impl Dialect for Postgres {
     const ROW_LOCK: &'static str = " FOR UPDATE";
     const CLAIM_LOCK: &'static str = " FOR UPDATE SKIP LOCKED";
     const QUOTA_LOCK: Option<&'static str> = Some("SELECT pg_advisory_xact_lock(hashtext($1))");
+    const MIGRATIONS: &'static [crate::migrate::Migration] = crate::migrate::POSTGRES;
 
     type Reader = PgPool;
 

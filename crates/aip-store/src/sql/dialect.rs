@@ -27,6 +27,9 @@ pub(crate) trait Dialect: Send + Sync + 'static {
     /// actions run one at a time; none on SQLite, whose writes are serialized already.
     const QUOTA_LOCK: Option<&'static str>;
 
+    /// The migrations this build applies on this backend, in order.
+    const MIGRATIONS: &'static [crate::migrate::Migration];
+
     /// The pool reads run on.
     type Reader: Pool;
 

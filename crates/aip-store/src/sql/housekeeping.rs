@@ -19,7 +19,14 @@ impl<D: Dialect> HousekeepingStore for SqlStore<D> {
 
     async fn ping(&self) -> StoreResult<()> {
         query("SELECT 1").execute(self.reader()).await?;
-        Ok(())
+        // Through the writer, so a stalled writer stalls the probe (its caller bounds the wait).
+        let applied: Vec<(i64, String)> = self
+            .write(false, |tx| Box::pin(super::setup::applied_migrations(tx)))
+            .await?;
+        match crate::migrate::pending(&applied, D::MIGRATIONS)?.first() {
+            Some(m) => Err(StoreError::MigrationPending { version: m.version }),
+            None => Ok(()),
+        }
     }
 
     async fn purge_expired(&self, now_ms: i64) -> StoreResult<PurgeReport> {

@@ -8,13 +8,7 @@ use crate::migrate::{self, Migration};
 /// Applies pending migrations of `set` inside `tx` after checking the applied ones.
 pub(crate) async fn migrate(tx: &mut dyn Tx, set: &[Migration]) -> StoreResult<()> {
     query(migrate::CREATE_TABLE).execute(&mut *tx).await?;
-    let applied: Vec<(i64, String)> =
-        query("SELECT version, checksum FROM aip_migrations ORDER BY version")
-            .fetch_all(&mut *tx)
-            .await?
-            .iter()
-            .map(|r| Ok((r.try_get("version")?, r.try_get("checksum")?)))
-            .collect::<StoreResult<_>>()?;
+    let applied = applied_migrations(&mut *tx).await?;
     for m in migrate::pending(&applied, set)? {
         tx.batch(m.sql).await?;
         query("INSERT INTO aip_migrations (version, name, checksum, applied_at_ms) VALUES ($1, $2, $3, $4)")
@@ -26,6 +20,16 @@ pub(crate) async fn migrate(tx: &mut dyn Tx, set: &[Migration]) -> StoreResult<(
             .await?;
     }
     Ok(())
+}
+
+/// The `(version, checksum)` of every applied migration, in order.
+pub(crate) async fn applied_migrations(tx: &mut dyn Tx) -> StoreResult<Vec<(i64, String)>> {
+    query("SELECT version, checksum FROM aip_migrations ORDER BY version")
+        .fetch_all(&mut *tx)
+        .await?
+        .iter()
+        .map(|r| Ok((r.try_get("version")?, r.try_get("checksum")?)))
+        .collect()
 }
 
 /// Loads the store's cursor key, creating it on first start (shared by every node).

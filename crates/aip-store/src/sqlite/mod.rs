@@ -127,6 +127,7 @@ impl Dialect for Sqlite {
     const ROW_LOCK: &'static str = "";
     const CLAIM_LOCK: &'static str = "";
     const QUOTA_LOCK: Option<&'static str> = None;
+    const MIGRATIONS: &'static [crate::migrate::Migration] = crate::migrate::SQLITE;
 
     type Reader = SqlitePool;
 

@@ -11,7 +11,8 @@ pub trait HousekeepingStore: Send + Sync + 'static {
     /// Which backend this is.
     fn backend(&self) -> Backend;
 
-    /// Round-trips to the database (for `/ready`).
+    /// Round-trips to the database through its readers and its writer, and checks that exactly the
+    /// migrations this build knows are applied (for `/ready`).
     async fn ping(&self) -> StoreResult<()>;
 
     /// Removes expired replay claims, idempotency reservations and resume tokens.
