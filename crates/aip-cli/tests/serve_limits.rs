@@ -1,7 +1,9 @@
 //! Rate limits through the binary (spec 22.8): a principal past its bucket gets 429
 //! `aip.limit.rate_limited` with `Retry-After` over native HTTP and a JSON-RPC error naming the
 //! code over MCP; another principal keeps its own bucket. Concurrency quotas the same way with
-//! `aip.limit.quota_exceeded`.
+//! `aip.limit.quota_exceeded`. Node-wide: requests past `max_in_flight_requests` are refused
+//! at once with `aip.runtime.overloaded` (the probes still answer), and a native request not
+//! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -97,4 +99,75 @@ async fn a_principal_at_its_concurrency_quota_gets_429_until_one_of_its_actions_
     on_alice.wait_terminal(&held[0]).await;
     let (status, reply) = on_alice.act(sleep()).await;
     assert_eq!(status, 202, "{reply}");
+}
+
+#[tokio::test]
+async fn a_node_at_its_in_flight_bound_refuses_at_once_and_a_slow_request_times_out_while_its_action_runs_on()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_principals_with(
+        dir.path(),
+        "[limits]\nmax_in_flight_requests = 1\nmax_wait_ms = 500\nrequest_timeout_ms = 1500\n",
+    );
+    let on_alice = server.client(ALICE);
+    let slow =
+        json!({ "id": id("act_"), "capability_id": "cap:demo:sleep", "input": { "ms": 3000 } });
+    let slow_id = slow["id"].as_str().unwrap().to_owned();
+    let started = std::time::Instant::now();
+    let first = tokio::spawn({
+        let on_alice = server.client(ALICE);
+        async move { on_alice.act(slow).await }
+    });
+    // The sync sleep holds the node's only request slot.
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    let (status, reply) = on_alice
+        .act(json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} }))
+        .await;
+    assert_eq!(status, 503, "{reply}");
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.runtime.overloaded", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let read = http
+        .get(format!("http://{}/aip/v1/actions/{slow_id}", server.base))
+        .bearer_auth(ALICE)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.status(), 503);
+    assert_eq!(read.headers()["retry-after"], "1");
+    let body: serde_json::Value = read.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "aip.runtime.overloaded", "{body}");
+    // The probes are outside the bound: a saturated node is alive and ready.
+    for probe in ["/health", "/ready"] {
+        let answer = http
+            .get(format!("http://{}{probe}", server.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 200, "{probe}");
+    }
+    // The slow request is answered with the typed timeout, well before its action ends.
+    let (status, reply) = first.await.unwrap();
+    assert_eq!(status, 504, "{reply}");
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.runtime.request_timeout", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
+    assert!(started.elapsed() < std::time::Duration::from_millis(2900));
+    // Its action was not cancelled: it runs on to completion, once, read by its id.
+    let mut view = serde_json::Value::Null;
+    for _ in 0..40 {
+        let (status, got) = on_alice
+            .get(&format!(
+                "/aip/v1/actions/{slow_id}?include_result=true&wait_ms=500"
+            ))
+            .await;
+        assert_eq!(status, 200, "{got}");
+        view = got;
+        if view["state"] == "completed" {
+            break;
+        }
+    }
+    assert_eq!(view["state"], "completed", "{view}");
+    assert_eq!(view["result"]["output"]["slept_ms"], 3000, "{view}");
 }

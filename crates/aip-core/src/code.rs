@@ -271,6 +271,12 @@ error_codes! {
     /// The node is shutting down and takes no new work; send it again (to another node, or after
     /// the restart). Reads are still served.
     Draining = "aip.runtime.draining", Temporary;
+    /// The node is handling as many requests as it is configured to (spec 22.8); send it again
+    /// after `Retry-After`. Nothing was done.
+    Overloaded = "aip.runtime.overloaded", Temporary;
+    /// The request was not answered within the node's request timeout. An action it submitted
+    /// may have been admitted and runs on: read it by its id.
+    RequestTimeout = "aip.runtime.request_timeout", Temporary;
     /// A capability handler panicked; its action failed and the worker goes on.
     HandlerPanicked = "aip.runtime.handler_panicked", Connector;
     /// The runtime failed in a way it did not expect; nothing was acknowledged.

@@ -273,7 +273,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         oauth: oauth.clone(),
         mcp_dev_principal: dev_principal,
     };
-    let mut routes = crate::routes::aip_routes();
+    let mut routes = crate::overload::time_out(
+        crate::routes::aip_routes(),
+        std::time::Duration::from_millis(limits.request_timeout_ms),
+    );
     let mut public = crate::profile::mcp::public_routes(oauth);
     if !webhooks.is_empty() {
         public = public.merge(crate::profile::webhook::routes(Arc::new(webhooks)));
@@ -295,7 +298,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let router = router(
         state,
         (routes, public),
-        limits.max_body_bytes,
+        (limits.max_body_bytes, limits.max_in_flight_requests),
         config.console.unwrap_or(false),
     );
     Ok(Server {

@@ -40,10 +40,11 @@ impl ApiError {
         )
     }
 
-    /// The same error as an `aip.core.v1.error` envelope, for the envelope endpoints (spec 19.1).
+    /// The same error as an `aip.core.v1.error` envelope, for the envelope endpoints (spec 19.1);
+    /// retryable exactly when its category is `temporary`.
     pub fn into_envelope_response(self) -> Response {
         let mut error = self.code.error(self.message);
-        error.retryable = Some(false);
+        error.retryable = Some(self.code.category() == aip_core::ErrorCategory::Temporary);
         let envelope = Envelope::new(MessageBody::Error(ErrorBody { error }));
         let mut response = (self.status, envelope.to_json_vec()).into_response();
         response.headers_mut().insert(

@@ -133,32 +133,39 @@ pub fn metrics_handle() -> PrometheusHandle {
 }
 
 /// The routes every deployment serves, with authentication and guards applied.
+/// Every route but the probes counts against `max_in_flight` requests (spec 22.8): a saturated node
+/// still answers `/health` and `/ready`.
 pub fn router(
     state: AppState,
     (protected, public_extra): (Router<AppState>, Router<AppState>),
-    max_body_bytes: usize,
+    (max_body_bytes, max_in_flight): (usize, usize),
     console: bool,
 ) -> Router {
     let protected = protected
         .route("/metrics", get(metrics_route))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    let public = Router::new()
+    let public = if console {
+        public_extra.merge(crate::console::routes())
+    } else {
+        public_extra
+    };
+    let bounded = crate::overload::limit_in_flight(public.merge(protected), max_in_flight);
+    Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .merge(public_extra);
-    let public = if console {
-        public.merge(crate::console::routes())
-    } else {
-        public
-    };
-    public
-        .merge(protected)
+        .merge(bounded)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(middleware::from_fn_with_state(state.clone(), retry_after))
         .layer(middleware::from_fn(record_metrics))
         .with_state(state)
+}
+
+/// Whether a request goes to an envelope endpoint, which answers every rejection with an error
+/// envelope (spec 19.1).
+pub fn is_envelope_endpoint(method: &axum::http::Method, path: &str) -> bool {
+    method == axum::http::Method::POST && matches!(path, "/aip/v1/messages" | "/aip/v1/actions")
 }
 
 /// Seconds a client refused while the node drains waits before sending again.
@@ -380,9 +387,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
             };
             note_refusal(&state, &request, reason).await;
             // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
-            if request.method() == axum::http::Method::POST
-                && matches!(request.uri().path(), "/aip/v1/messages" | "/aip/v1/actions")
-            {
+            if is_envelope_endpoint(request.method(), request.uri().path()) {
                 ApiError::unauthenticated().into_envelope_response()
             } else {
                 ApiError::unauthenticated().into_response()

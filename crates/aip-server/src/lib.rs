@@ -15,6 +15,7 @@ pub mod http;
 pub mod identity;
 pub mod links;
 pub mod nats;
+pub mod overload;
 pub mod peers;
 pub mod profile;
 pub mod retention;

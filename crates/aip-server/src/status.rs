@@ -40,6 +40,8 @@ pub fn of_code(code: ErrorCode) -> StatusCode {
         ErrorCode::Limit(LimitKind::EnvelopeBytes) => Some(StatusCode::PAYLOAD_TOO_LARGE),
         ErrorCode::UnsupportedMediaType => Some(StatusCode::UNSUPPORTED_MEDIA_TYPE),
         ErrorCode::RateLimited | ErrorCode::QuotaExceeded => Some(StatusCode::TOO_MANY_REQUESTS),
+        // The gateway gave up waiting for its own answer.
+        ErrorCode::RequestTimeout => Some(StatusCode::GATEWAY_TIMEOUT),
         // What the cursor pointed at is gone for good.
         ErrorCode::CursorExpired | ErrorCode::Purged => Some(StatusCode::GONE),
         _ => None,

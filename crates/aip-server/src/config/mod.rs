@@ -276,6 +276,14 @@ pub struct Limits {
     /// Requests in flight and streams followed at once per WebSocket connection (1..=4096).
     #[serde(default = "default_ws_max_streams")]
     pub ws_max_streams: usize,
+    /// HTTP requests the node handles at once, every route but the probes (1..=100000); the
+    /// excess is refused at once with `aip.runtime.overloaded` (spec 22.8).
+    #[serde(default = "default_max_in_flight_requests")]
+    pub max_in_flight_requests: usize,
+    /// A native HTTP request not answered within this is answered `aip.runtime.request_timeout`
+    /// (more than `max_wait_ms`, at most 3600000); an action it submitted runs on.
+    #[serde(default = "default_request_timeout_ms")]
+    pub request_timeout_ms: u64,
 }
 
 /// The built-in admin principal, whose token lives in `<data_dir>/admin.token`.
@@ -626,6 +634,17 @@ impl Config {
                 "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096, ws_max_streams 1..=4096".into(),
             ));
         }
+        if !(1..=100_000).contains(&l.max_in_flight_requests) {
+            return Err(ConfigError::Invalid(
+                "limits.max_in_flight_requests must be within 1..=100000".into(),
+            ));
+        }
+        if l.request_timeout_ms <= l.max_wait_ms || l.request_timeout_ms > 3_600_000 {
+            return Err(ConfigError::Invalid(
+                "limits.request_timeout_ms must be more than max_wait_ms and at most 3600000"
+                    .into(),
+            ));
+        }
         if l.max_body_bytes < 1024 {
             return Err(ConfigError::Invalid(
                 "limits.max_body_bytes must be at least 1024".into(),
@@ -765,6 +784,8 @@ impl Default for Limits {
             stream_send_timeout_ms: default_stream_send_timeout_ms(),
             stream_buffer_events: default_stream_buffer_events(),
             ws_max_streams: default_ws_max_streams(),
+            max_in_flight_requests: default_max_in_flight_requests(),
+            request_timeout_ms: default_request_timeout_ms(),
         }
     }
 }
@@ -820,6 +841,14 @@ fn default_stream_buffer_events() -> usize {
 
 fn default_ws_max_streams() -> usize {
     64
+}
+
+fn default_max_in_flight_requests() -> usize {
+    1024
+}
+
+fn default_request_timeout_ms() -> u64 {
+    90_000
 }
 
 fn default_max_body_bytes() -> usize {
@@ -910,6 +939,23 @@ mod tests {
         assert_eq!(refused(0, 600_000), Some("security.max_clock_skew_ms"));
         assert_eq!(refused(300_000, 0), Some("security.replay_window_ms"));
         assert_eq!(refused(300_000, 299_999), Some("security.replay_window_ms"));
+    }
+
+    #[test]
+    fn a_request_timeout_not_longer_than_the_longest_wait_or_no_request_slot_is_refused() {
+        let check = |max_wait_ms: u64, request_timeout_ms: u64, max_in_flight_requests: usize| {
+            let mut config = Config::default();
+            config.limits.max_wait_ms = max_wait_ms;
+            config.limits.request_timeout_ms = request_timeout_ms;
+            config.limits.max_in_flight_requests = max_in_flight_requests;
+            config.check().is_ok()
+        };
+        assert!(check(30_000, 90_000, 1024));
+        assert!(check(500, 501, 1));
+        assert!(!check(30_000, 30_000, 1024));
+        assert!(!check(500, 3_600_001, 1024));
+        assert!(!check(500, 1000, 0));
+        assert!(!check(500, 1000, 100_001));
     }
 
     #[test]
@@ -1015,6 +1061,12 @@ mod tests {
             }),
             ("AIP_LIMITS__WS_MAX_STREAMS", "4", |c| {
                 c.limits.ws_max_streams == 4
+            }),
+            ("AIP_LIMITS__MAX_IN_FLIGHT_REQUESTS", "16", |c| {
+                c.limits.max_in_flight_requests == 16
+            }),
+            ("AIP_LIMITS__REQUEST_TIMEOUT_MS", "45000", |c| {
+                c.limits.request_timeout_ms == 45_000
             }),
             ("AIP_LIMITS__RECONCILE_AFTER_MS", "2500", |c| {
                 c.limits.reconcile_after_ms == 2_500
