@@ -3,7 +3,9 @@
 //! code over MCP; another principal keeps its own bucket. Concurrency quotas the same way with
 //! `aip.limit.quota_exceeded`. Node-wide: requests past `max_in_flight_requests` are refused
 //! at once with `aip.runtime.overloaded` (the probes still answer), and a native request not
-//! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on.
+//! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on;
+//! past `max_open_streams` (SSE and WebSocket together) a stream request gets
+//! `aip.transport.too_many_streams` before any work, and a closed stream frees its slot.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -170,4 +172,105 @@ async fn a_node_at_its_in_flight_bound_refuses_at_once_and_a_slow_request_times_
     }
     assert_eq!(view["state"], "completed", "{view}");
     assert_eq!(view["result"]["output"]["slept_ms"], 3000, "{view}");
+}
+
+/// A WebSocket upgrade as `token`: the socket, or the HTTP status it was refused with.
+async fn upgrade(
+    base: &str,
+    token: &str,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    u16,
+> {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://{base}/aip/v1/ws")
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            assert_eq!(response.headers()["retry-after"], "1");
+            Err(response.status().as_u16())
+        }
+        Err(other) => panic!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn past_its_open_stream_bound_a_node_refuses_sse_and_websocket_streams_until_one_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_principals_with(
+        dir.path(),
+        "[limits]\nmax_open_streams = 2\nstream_heartbeat_ms = 100\n",
+    );
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let feed = || {
+        http.get(format!("http://{}/aip/v1/events", server.base))
+            .bearer_auth(ALICE)
+            .header("accept", "text/event-stream")
+            .send()
+    };
+    let sse = feed().await.unwrap();
+    assert_eq!(sse.status(), 200);
+    let socket = upgrade(&server.base, BOB).await.unwrap();
+    // Both slots are taken: another feed, an action asking for its stream, and an upgrade are
+    // refused before any work.
+    let refused = feed().await.unwrap();
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: serde_json::Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["error"]["code"], "aip.transport.too_many_streams",
+        "{body}"
+    );
+    let streamed = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} });
+    let refused = http
+        .post(format!("http://{}/aip/v1/actions", server.base))
+        .bearer_auth(ALICE)
+        .header("content-type", "application/aip+json")
+        .header("accept", "text/event-stream")
+        .body(
+            support::envelope("aip.core.v1.action", json!({ "action": streamed.clone() }))
+                .to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 503);
+    let body: serde_json::Value = refused.json().await.unwrap();
+    let error = &body["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.transport.too_many_streams", "{body}");
+    assert_eq!(error["retryable"], true, "{body}");
+    let (status, _) = server
+        .client(ALICE)
+        .get(&format!(
+            "/aip/v1/actions/{}",
+            streamed["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(status, 404, "a refused stream request admitted nothing");
+    assert_eq!(upgrade(&server.base, BOB).await.err(), Some(503));
+    // Plain reads are not streams.
+    let (status, _) = server.client(ALICE).get("/aip/v1/actions").await;
+    assert_eq!(status, 200);
+    // Closing a stream frees its slot (the server notices at its next heartbeat).
+    drop(sse);
+    drop(socket);
+    let mut reopened = None;
+    for _ in 0..50 {
+        let answer = feed().await.unwrap();
+        if answer.status() == 200 {
+            reopened = Some(answer);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        reopened.is_some(),
+        "the closed streams' slots were never freed"
+    );
+    upgrade(&server.base, BOB).await.unwrap();
 }

@@ -270,6 +270,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             max_frame_bytes: limits.max_body_bytes,
             ws_max_streams: limits.ws_max_streams,
         },
+        open_streams: Arc::new(crate::overload::OpenStreams::new(limits.max_open_streams)),
         oauth: oauth.clone(),
         mcp_dev_principal: dev_principal,
     };

@@ -39,6 +39,8 @@ pub struct AppState {
     pub runtime: Arc<aip_runtime::Runtime>,
     /// Per-connection bounds of SSE and WebSocket streams.
     pub streaming: crate::sse::StreamLimits,
+    /// The streams open on the node and their bound (spec 22.8).
+    pub open_streams: Arc<crate::overload::OpenStreams>,
     /// The MCP endpoint's OAuth resource-server mode, when configured.
     pub oauth: Option<Arc<crate::profile::mcp::oauth::OAuth>>,
     /// The principal of MCP requests without credentials (loopback development mode), if set.
@@ -150,7 +152,12 @@ pub fn router(
     } else {
         public_extra
     };
-    let bounded = crate::overload::limit_in_flight(public.merge(protected), max_in_flight);
+    let streams = middleware::from_fn_with_state(
+        Arc::clone(&state.open_streams),
+        crate::overload::bound_streams,
+    );
+    let bounded =
+        crate::overload::limit_in_flight(public.merge(protected).layer(streams), max_in_flight);
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))

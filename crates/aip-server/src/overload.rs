@@ -1,16 +1,23 @@
 //! Node-wide overload protection of the HTTP binding (spec 22.8): a bound on the requests a node
-//! handles at once, the excess refused at once (never queued, so a flood costs no memory), and a
-//! timeout on the native routes, whose every wait is bounded by `max_wait_ms` already.
+//! handles at once, the excess refused at once (never queued, so a flood costs no memory), a
+//! timeout on the native routes, whose every wait is bounded by `max_wait_ms` already, and a bound
+//! on the streams open at once (SSE responses and WebSocket connections).
 //!
-//! Both answer typed and retryable: `aip.runtime.overloaded` (503, `Retry-After`) and
-//! `aip.runtime.request_timeout` (504). A timed-out request never cancels its action: submission
-//! runs detached from the request (`Runtime::submit`), so the action runs on and is read by id.
+//! Each answers typed and retryable: `aip.runtime.overloaded` (503, `Retry-After`),
+//! `aip.runtime.request_timeout` (504) and `aip.transport.too_many_streams` (503, `Retry-After`). A
+//! timed-out request never cancels its action: submission runs detached from the request
+//! (`Runtime::submit`), so the action runs on and is read by id.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Body;
 use axum::error_handling::HandleErrorLayer;
-use axum::http::{Method, Uri, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, Uri, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower::limit::GlobalConcurrencyLimitLayer;
 use tower::{BoxError, ServiceBuilder};
@@ -64,16 +71,132 @@ async fn refuse(method: Method, uri: Uri, error: BoxError) -> Response {
             "the request could not be handled",
         )
     };
+    refusal(code, message, &method, uri.path())
+}
+
+/// A typed refusal shaped as the endpoint answers its other errors (an error envelope on the
+/// envelope endpoints, spec 19.1), with `Retry-After` where a slot frees soon.
+fn refusal(code: aip_core::ErrorCode, message: &str, method: &Method, path: &str) -> Response {
     let error = ApiError::new(code, message);
-    let mut response = if crate::http::is_envelope_endpoint(&method, uri.path()) {
+    let mut response = if crate::http::is_envelope_endpoint(method, path) {
         error.into_envelope_response()
     } else {
         error.into_response()
     };
-    if code == aip_core::ErrorCode::Overloaded {
+    if matches!(
+        code,
+        aip_core::ErrorCode::Overloaded | aip_core::ErrorCode::TooManyStreams
+    ) {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, OVERLOADED_RETRY_AFTER_S.into());
     }
     response
+}
+
+/// The streams open on this node, SSE responses and WebSocket connections together, and their
+/// bound (`limits.max_open_streams`).
+#[derive(Debug)]
+pub struct OpenStreams {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One open stream, counted until it is dropped with the stream.
+#[derive(Debug)]
+pub struct StreamSlot(Arc<AtomicUsize>);
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let open = self.0.fetch_sub(1, Ordering::AcqRel) - 1;
+        metrics::gauge!("aip_open_streams").set(open as f64);
+    }
+}
+
+impl OpenStreams {
+    /// No stream open yet; at most `max` at once.
+    pub fn new(max: usize) -> Self {
+        Self {
+            open: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// A slot for a stream a client asks to open, if the node is below its bound.
+    pub fn try_open(&self) -> Option<StreamSlot> {
+        let taken = self
+            .open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |open| {
+                (open < self.max).then_some(open + 1)
+            })
+            .ok()?;
+        metrics::gauge!("aip_open_streams").set((taken + 1) as f64);
+        Some(StreamSlot(Arc::clone(&self.open)))
+    }
+
+    /// A slot for a stream that carries the reply of work already done (an MCP or A2A call
+    /// answered as a stream): it counts, so later streams wait for it, but is never refused.
+    fn open_anyway(&self) -> StreamSlot {
+        let open = self.open.fetch_add(1, Ordering::AcqRel) + 1;
+        metrics::gauge!("aip_open_streams").set(open as f64);
+        StreamSlot(Arc::clone(&self.open))
+    }
+
+    /// The typed refusal of a stream past the bound.
+    pub fn refusal(method: &Method, path: &str) -> Response {
+        metrics::counter!("aip_streams_refused_total").increment(1);
+        refusal(
+            aip_core::ErrorCode::TooManyStreams,
+            "the node has as many streams open as it is configured to; nothing was done",
+            method,
+            path,
+        )
+    }
+}
+
+/// Whether a request asks for nothing but an event stream (a JSON reply would not do): such a
+/// request is refused before any work when the node's streams are at their bound.
+fn asks_for_stream(headers: &HeaderMap) -> bool {
+    let accept = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
+    accept.contains("text/event-stream") && !accept.contains("json")
+}
+
+/// Counts every SSE response while it is open; a request that asks only for a stream is refused
+/// at once (`aip.transport.too_many_streams`) when `limits.max_open_streams` are open. WebSocket
+/// connections take their slot in their own upgrade (`crate::ws`).
+pub async fn bound_streams(
+    State(streams): State<Arc<OpenStreams>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let slot = if asks_for_stream(request.headers()) {
+        match streams.try_open() {
+            Some(slot) => Some(slot),
+            None => return OpenStreams::refusal(request.method(), request.uri().path()),
+        }
+    } else {
+        None
+    };
+    let response = next.run(request).await;
+    let is_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"));
+    if !is_stream {
+        return response;
+    }
+    let slot = slot.unwrap_or_else(|| streams.open_anyway());
+    let (parts, body) = response.into_parts();
+    // The slot lives as long as the body: the stream ends, or the client goes, and it frees.
+    let body = futures_util::StreamExt::map(body.into_data_stream(), move |chunk| {
+        let _slot = &slot;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(body))
 }

@@ -67,6 +67,10 @@ pub async fn upgrade(
             .into_response();
         }
     };
+    // The connection holds a node-wide stream slot from its upgrade to its close.
+    let Some(slot) = state.open_streams.try_open() else {
+        return crate::overload::OpenStreams::refusal(&axum::http::Method::GET, "/aip/v1/ws");
+    };
     let limits = state.streaming;
     let runtime = Arc::clone(&state.runtime);
     // tungstenite's default 128 KiB read buffer per connection dominated the memory of idle
@@ -75,7 +79,10 @@ pub async fn upgrade(
         .write_buffer_size(WS_WRITE_BUFFER_BYTES)
         .max_message_size(limits.max_frame_bytes)
         .max_frame_size(limits.max_frame_bytes)
-        .on_upgrade(move |socket| serve_connection(socket, runtime, caller, limits))
+        .on_upgrade(move |socket| async move {
+            serve_connection(socket, runtime, caller, limits).await;
+            drop(slot);
+        })
         .into_response()
 }
 

@@ -276,6 +276,10 @@ pub struct Limits {
     /// Requests in flight and streams followed at once per WebSocket connection (1..=4096).
     #[serde(default = "default_ws_max_streams")]
     pub ws_max_streams: usize,
+    /// Streams open at once on the node, SSE responses and WebSocket connections together
+    /// (1..=1000000); a request asking for one more is refused `aip.transport.too_many_streams`.
+    #[serde(default = "default_max_open_streams")]
+    pub max_open_streams: usize,
     /// HTTP requests the node handles at once, every route but the probes (1..=100000); the
     /// excess is refused at once with `aip.runtime.overloaded` (spec 22.8).
     #[serde(default = "default_max_in_flight_requests")]
@@ -639,6 +643,11 @@ impl Config {
                 "limits.max_in_flight_requests must be within 1..=100000".into(),
             ));
         }
+        if !(1..=1_000_000).contains(&l.max_open_streams) {
+            return Err(ConfigError::Invalid(
+                "limits.max_open_streams must be within 1..=1000000".into(),
+            ));
+        }
         if l.request_timeout_ms <= l.max_wait_ms || l.request_timeout_ms > 3_600_000 {
             return Err(ConfigError::Invalid(
                 "limits.request_timeout_ms must be more than max_wait_ms and at most 3600000"
@@ -785,6 +794,7 @@ impl Default for Limits {
             stream_buffer_events: default_stream_buffer_events(),
             ws_max_streams: default_ws_max_streams(),
             max_in_flight_requests: default_max_in_flight_requests(),
+            max_open_streams: default_max_open_streams(),
             request_timeout_ms: default_request_timeout_ms(),
         }
     }
@@ -845,6 +855,10 @@ fn default_ws_max_streams() -> usize {
 
 fn default_max_in_flight_requests() -> usize {
     1024
+}
+
+fn default_max_open_streams() -> usize {
+    10_000
 }
 
 fn default_request_timeout_ms() -> u64 {
@@ -1064,6 +1078,9 @@ mod tests {
             }),
             ("AIP_LIMITS__MAX_IN_FLIGHT_REQUESTS", "16", |c| {
                 c.limits.max_in_flight_requests == 16
+            }),
+            ("AIP_LIMITS__MAX_OPEN_STREAMS", "32", |c| {
+                c.limits.max_open_streams == 32
             }),
             ("AIP_LIMITS__REQUEST_TIMEOUT_MS", "45000", |c| {
                 c.limits.request_timeout_ms == 45_000
