@@ -5,7 +5,8 @@
 //! at once with `aip.runtime.overloaded` (the probes still answer), and a native request not
 //! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on;
 //! past `max_open_streams` (SSE and WebSocket together) a stream request gets
-//! `aip.transport.too_many_streams` before any work, and a closed stream frees its slot.
+//! `aip.transport.too_many_streams` before any work, and a closed stream frees its slot; past
+//! `max_queued_actions` waiting for a worker an async action gets `aip.runtime.queue_full`.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -273,4 +274,61 @@ async fn past_its_open_stream_bound_a_node_refuses_sse_and_websocket_streams_unt
         "the closed streams' slots were never freed"
     );
     upgrade(&server.base, BOB).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_async_action_past_the_queue_bound_is_refused_typed_and_admitted_once_the_queue_moves() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_principals_with(
+        dir.path(),
+        "[limits]\nasync_workers = 1\nmax_queued_actions = 2\n",
+    );
+    let on_alice = server.client(ALICE);
+    let sleep = |ms: u64| json!({ "id": id("act_"), "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": ms } });
+    let first = sleep(1500);
+    let (status, reply) = on_alice.act(first.clone()).await;
+    assert_eq!(status, 202, "{reply}");
+    // Once the only worker runs the first, the next two wait in the queue and fill it.
+    let path = format!("/aip/v1/actions/{}", first["id"].as_str().unwrap());
+    for _ in 0..50 {
+        if on_alice.get(&path).await.1["state"] == "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(on_alice.get(&path).await.1["state"], "running");
+    for _ in 0..2 {
+        let (status, reply) = on_alice.act(sleep(10)).await;
+        assert_eq!(status, 202, "{reply}");
+    }
+    let refused = sleep(10);
+    let (status, reply) = on_alice.act(refused.clone()).await;
+    assert_eq!(status, 503, "{reply}");
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.runtime.queue_full", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
+    assert_eq!(error["details"]["limit"], 2, "{reply}");
+    let (status, _) = on_alice
+        .get(&format!(
+            "/aip/v1/actions/{}",
+            refused["id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(status, 404, "nothing was admitted");
+    // A sync action does not wait for a worker.
+    let (status, reply) = on_alice
+        .act(json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} }))
+        .await;
+    assert_eq!(status, 200, "{reply}");
+    // Once the queue drains, the same action is admitted.
+    on_alice.wait_terminal(first["id"].as_str().unwrap()).await;
+    let mut status = 0;
+    for _ in 0..50 {
+        status = on_alice.act(refused.clone()).await.0;
+        if status == 202 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(status, 202);
 }

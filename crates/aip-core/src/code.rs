@@ -274,6 +274,9 @@ error_codes! {
     /// The node is handling as many requests as it is configured to (spec 22.8); send it again
     /// after `Retry-After`. Nothing was done.
     Overloaded = "aip.runtime.overloaded", Temporary;
+    /// As many actions as the deployment bounds already wait for a worker (spec 22.8); send it
+    /// again after `Retry-After`. Nothing was admitted.
+    QueueFull = "aip.runtime.queue_full", Temporary;
     /// The request was not answered within the node's request timeout. An action it submitted
     /// may have been admitted and runs on: read it by its id.
     RequestTimeout = "aip.runtime.request_timeout", Temporary;

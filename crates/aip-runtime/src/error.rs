@@ -133,6 +133,13 @@ pub enum RuntimeError {
         /// The quota.
         limit: u32,
     },
+    /// The queue of actions waiting for a worker is at its bound (spec 22.8); nothing was
+    /// admitted.
+    #[error("{limit} actions already wait for a worker, the queue's bound: send it again shortly")]
+    QueueFull {
+        /// The bound.
+        limit: u32,
+    },
     /// The node is draining for shutdown: no new work is admitted; nothing was acknowledged.
     #[error("this node is shutting down and admits no new work; send it again shortly")]
     Draining,
@@ -402,6 +409,7 @@ impl RuntimeError {
             RuntimeError::Draining => ErrorCode::Draining,
             RuntimeError::RateLimited { .. } => ErrorCode::RateLimited,
             RuntimeError::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            RuntimeError::QueueFull { .. } => ErrorCode::QueueFull,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
@@ -459,6 +467,7 @@ impl RuntimeError {
                 | RuntimeError::Draining
                 | RuntimeError::RateLimited { .. }
                 | RuntimeError::QuotaExceeded { .. }
+                | RuntimeError::QueueFull { .. }
         )
     }
 
@@ -476,6 +485,12 @@ impl RuntimeError {
             RuntimeError::QuotaExceeded { bucket, limit } => {
                 error.details = Some(serde_json::json!({
                     "bucket": bucket,
+                    "limit": limit,
+                    "retry_after_ms": QUOTA_RETRY_AFTER_MS,
+                }));
+            }
+            RuntimeError::QueueFull { limit } => {
+                error.details = Some(serde_json::json!({
                     "limit": limit,
                     "retry_after_ms": QUOTA_RETRY_AFTER_MS,
                 }));

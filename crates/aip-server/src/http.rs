@@ -178,17 +178,22 @@ pub fn is_envelope_endpoint(method: &axum::http::Method, path: &str) -> bool {
 /// Seconds a client refused while the node drains waits before sending again.
 const DRAINING_RETRY_AFTER_S: u64 = 5;
 
-/// Seconds a rate-limited client waits: every bucket refills at least one token a second.
+/// Seconds a rate-limited client (or one refused by a full queue or node) waits: every bucket
+/// refills at least one token a second.
 const RATE_LIMITED_RETRY_AFTER_S: u64 = 1;
 
 /// A refusal that a later request may get past says when (`Retry-After`): a 503 while the node
-/// drains (by then its successor, or another node behind the same address, takes the work) and a
-/// 429 of a rate limit (spec 22.8).
+/// drains (by then its successor, or another node behind the same address, takes the work), any
+/// other 503 and a 429 of a rate limit or quota (spec 22.8).
 async fn retry_after(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let after = match response.status() {
         StatusCode::SERVICE_UNAVAILABLE if state.runtime.is_draining() => DRAINING_RETRY_AFTER_S,
-        StatusCode::TOO_MANY_REQUESTS => RATE_LIMITED_RETRY_AFTER_S,
+        // A full queue, an overloaded node, a store that did not answer: a second is enough for
+        // a slot to free.
+        StatusCode::SERVICE_UNAVAILABLE | StatusCode::TOO_MANY_REQUESTS => {
+            RATE_LIMITED_RETRY_AFTER_S
+        }
         _ => return response,
     };
     if !response.headers().contains_key(header::RETRY_AFTER) {

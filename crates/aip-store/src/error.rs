@@ -56,6 +56,13 @@ pub enum StoreError {
         /// The quota.
         limit: u32,
     },
+    /// A queued admission found `limit` actions already waiting for a worker (spec 22.8);
+    /// nothing was written.
+    #[error("{limit} actions already wait for a worker, the queue's bound")]
+    QueueFull {
+        /// The bound.
+        limit: u32,
+    },
     /// A write carried a fencing token that no longer owns the lease (spec 13.4, 17.3).
     #[error("stale lease: the fencing token no longer owns this work")]
     StaleLease,
@@ -130,6 +137,7 @@ impl StoreError {
             StoreError::InvalidTransition { .. } => "store.invalid_transition",
             StoreError::StaleLease => "store.stale_lease",
             StoreError::QuotaExceeded { .. } => "store.quota_exceeded",
+            StoreError::QueueFull { .. } => "store.queue_full",
             StoreError::InvalidCursor => "store.invalid_cursor",
             StoreError::ForeignCursor => "store.foreign_cursor",
             StoreError::ChunkConflict { .. } => "store.chunk_conflict",

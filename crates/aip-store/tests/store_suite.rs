@@ -117,6 +117,7 @@ suite!(
     a_foreign_tenants_audit_events_are_not_found,
     a_foreign_tenants_record_id_is_not_found,
     concurrency_quotas_bound_unfinished_actions_in_the_admission_itself,
+    a_full_queue_refuses_a_queued_admission_and_writes_nothing,
 );
 
 /// PostgreSQL assigns event sequences outside the commit order; a transaction that began earlier and

@@ -325,6 +325,10 @@ pub(crate) async fn admit(
             metrics::counter!("aip_quota_exceeded_total", "bucket" => bucket).increment(1);
             Err(RuntimeError::QuotaExceeded { bucket, limit })
         }
+        Err(StoreError::QueueFull { limit }) => {
+            metrics::counter!("aip_queue_full_total").increment(1);
+            Err(RuntimeError::QueueFull { limit })
+        }
         Err(StoreError::Duplicate { kind: "action" }) => resend_of(runtime, caller, request)
             .await?
             .ok_or(RuntimeError::DuplicateActionId),

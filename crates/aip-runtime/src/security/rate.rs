@@ -155,6 +155,8 @@ pub struct QuotaPolicy {
     pub principals: HashMap<String, u32>,
     /// Bounds of named tenants.
     pub tenants: HashMap<String, u32>,
+    /// The most actions waiting for a worker at once, every tenant together.
+    pub max_queued: Option<u32>,
 }
 
 impl QuotaPolicy {
@@ -175,6 +177,7 @@ impl QuotaPolicy {
                 .get(&caller.tenant)
                 .copied()
                 .or(self.per_tenant),
+            queued: self.max_queued,
         }
     }
 }

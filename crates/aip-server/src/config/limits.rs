@@ -82,6 +82,10 @@ impl Limits {
                 .transpose()?,
             principals: named(&self.principal_running, "limits.principal_running")?,
             tenants: named(&self.tenant_running, "limits.tenant_running")?,
+            max_queued: match self.max_queued_actions {
+                0 => None,
+                n => Some(bound(n, "limits.max_queued_actions")?),
+            },
         })
     }
 }

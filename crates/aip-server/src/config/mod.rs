@@ -276,6 +276,10 @@ pub struct Limits {
     /// Requests in flight and streams followed at once per WebSocket connection (1..=4096).
     #[serde(default = "default_ws_max_streams")]
     pub ws_max_streams: usize,
+    /// Actions waiting for a worker at once, every tenant together (1..=1000000; 0: unbounded); a
+    /// queued admission past it is refused `aip.runtime.queue_full` (spec 22.8).
+    #[serde(default = "default_max_queued_actions")]
+    pub max_queued_actions: u32,
     /// Streams open at once on the node, SSE responses and WebSocket connections together
     /// (1..=1000000); a request asking for one more is refused `aip.transport.too_many_streams`.
     #[serde(default = "default_max_open_streams")]
@@ -795,6 +799,7 @@ impl Default for Limits {
             ws_max_streams: default_ws_max_streams(),
             max_in_flight_requests: default_max_in_flight_requests(),
             max_open_streams: default_max_open_streams(),
+            max_queued_actions: default_max_queued_actions(),
             request_timeout_ms: default_request_timeout_ms(),
         }
     }
@@ -855,6 +860,10 @@ fn default_ws_max_streams() -> usize {
 
 fn default_max_in_flight_requests() -> usize {
     1024
+}
+
+fn default_max_queued_actions() -> u32 {
+    100_000
 }
 
 fn default_max_open_streams() -> usize {
@@ -1078,6 +1087,9 @@ mod tests {
             }),
             ("AIP_LIMITS__MAX_IN_FLIGHT_REQUESTS", "16", |c| {
                 c.limits.max_in_flight_requests == 16
+            }),
+            ("AIP_LIMITS__MAX_QUEUED_ACTIONS", "64", |c| {
+                c.limits.max_queued_actions == 64
             }),
             ("AIP_LIMITS__MAX_OPEN_STREAMS", "32", |c| {
                 c.limits.max_open_streams == 32

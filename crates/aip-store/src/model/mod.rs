@@ -699,6 +699,10 @@ pub struct RunningQuota {
     pub principal: Option<u32>,
     /// The tenant's bound (all its principals together).
     pub tenant: Option<u32>,
+    /// The store's bound on actions waiting for a worker (`queued`), every tenant together: a
+    /// queued admission past it is refused. Not serialized: racing admissions may pass it by at
+    /// most their own number.
+    pub queued: Option<u32>,
 }
 
 /// The first lease of an admitted job, taken by the admitting worker.

@@ -560,5 +560,19 @@ async fn tx_check_quota<D: Dialect>(
             return Err(StoreError::QuotaExceeded { bucket, limit });
         }
     }
+    if let (ActionState::Queued, Some(limit)) = (act.state, quota.queued) {
+        // Counts at most one past the bound (the index on state serves it), so a full queue costs
+        // what a short one does.
+        let n: i64 = query(
+            "SELECT COUNT(*) AS n FROM (SELECT 1 FROM aip_actions WHERE state = 'queued' LIMIT $1) q",
+        )
+        .bind(i64::from(limit) + 1)
+        .fetch_one(&mut *tx)
+        .await?
+        .try_get("n")?;
+        if n > i64::from(limit) {
+            return Err(StoreError::QueueFull { limit });
+        }
+    }
     Ok(())
 }

@@ -344,7 +344,11 @@ pub async fn a_failed_transition_writes_none_of_its_events_or_receipts(h: &Harne
 /// or take no slot; a resend by id is still recognised; racing admissions never overshoot.
 pub async fn concurrency_quotas_bound_unfinished_actions_in_the_admission_itself(h: &Harness) {
     let s = &h.store;
-    let quota = |principal, tenant| RunningQuota { principal, tenant };
+    let quota = |principal, tenant| RunningQuota {
+        principal,
+        tenant,
+        queued: None,
+    };
     let admit = |id: &str, principal: &str, q: RunningQuota| {
         let mut a = admission(id, None);
         a.action.principal = principal.into();
@@ -408,4 +412,44 @@ pub async fn concurrency_quotas_bound_unfinished_actions_in_the_admission_itself
         .filter(|o| matches!(o, Err(StoreError::QuotaExceeded { .. })))
         .count();
     assert_eq!((admitted, refused), (3, 9), "{outcomes:?}");
+}
+
+/// Spec 22.8: the store's queue of actions waiting for a worker is bounded, every tenant together:
+/// a queued admission past the bound is refused and writes nothing; work that does not wait for a
+/// worker is not counted, and a queued action that starts frees its place.
+pub async fn a_full_queue_refuses_a_queued_admission_and_writes_nothing(h: &Harness) {
+    let s = &h.store;
+    let bounded = RunningQuota {
+        queued: Some(2),
+        ..RunningQuota::default()
+    };
+    let admit = |id: &str, tenant: &str, state: ActionState| {
+        let mut a = admission(id, None);
+        a.action.tenant = tenant.into();
+        a.action.state = state;
+        a.events.clear();
+        a.quota = bounded;
+        a
+    };
+    admit_ok(s, admit("w1", "t1", ActionState::Queued)).await;
+    admit_ok(s, admit("w2", "t2", ActionState::Queued)).await;
+    match s.admit(admit("w3", "t1", ActionState::Queued)).await {
+        Err(StoreError::QueueFull { limit }) => assert_eq!(limit, 2),
+        other => panic!("expected a full queue, got {other:?}"),
+    }
+    assert!(
+        s.get_action("t1", "w3").await.unwrap().is_none(),
+        "nothing written"
+    );
+    // A sync admission does not wait for a worker.
+    admit_ok(s, admit("w4", "t1", ActionState::Accepted)).await;
+    // A queued action that starts leaves the queue.
+    s.transition_action(transition(
+        "w1",
+        &[ActionState::Queued],
+        ActionState::Running,
+    ))
+    .await
+    .unwrap();
+    admit_ok(s, admit("w5", "t1", ActionState::Queued)).await;
 }

@@ -447,6 +447,7 @@ pub async fn call(
         Err(
             err @ (aip_runtime::RuntimeError::RateLimited { .. }
             | aip_runtime::RuntimeError::QuotaExceeded { .. }
+            | aip_runtime::RuntimeError::QueueFull { .. }
             | aip_runtime::RuntimeError::Draining),
         ) => Err((
             super::rpc::INTERNAL_ERROR,
