@@ -25,9 +25,6 @@ use tower::{BoxError, ServiceBuilder};
 use crate::error::ApiError;
 use crate::http::AppState;
 
-/// Seconds an overloaded node asks a client to wait: a request slot frees within one request.
-const OVERLOADED_RETRY_AFTER_S: u64 = 1;
-
 /// `router` handling at most `max_in_flight` requests at once, all its routes together; the
 /// excess gets `aip.runtime.overloaded` at once.
 pub fn limit_in_flight(router: Router<AppState>, max_in_flight: usize) -> Router<AppState> {
@@ -75,23 +72,14 @@ async fn refuse(method: Method, uri: Uri, error: BoxError) -> Response {
 }
 
 /// A typed refusal shaped as the endpoint answers its other errors (an error envelope on the
-/// envelope endpoints, spec 19.1), with `Retry-After` where a slot frees soon.
+/// envelope endpoints, spec 19.1). The router's `Retry-After` layer dates every 503.
 fn refusal(code: aip_core::ErrorCode, message: &str, method: &Method, path: &str) -> Response {
     let error = ApiError::new(code, message);
-    let mut response = if crate::http::is_envelope_endpoint(method, path) {
+    if crate::http::is_envelope_endpoint(method, path) {
         error.into_envelope_response()
     } else {
         error.into_response()
-    };
-    if matches!(
-        code,
-        aip_core::ErrorCode::Overloaded | aip_core::ErrorCode::TooManyStreams
-    ) {
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, OVERLOADED_RETRY_AFTER_S.into());
     }
-    response
 }
 
 /// The streams open on this node, SSE responses and WebSocket connections together, and their
@@ -108,7 +96,8 @@ pub struct StreamSlot(Arc<AtomicUsize>);
 
 impl Drop for StreamSlot {
     fn drop(&mut self) {
-        let open = self.0.fetch_sub(1, Ordering::AcqRel) - 1;
+        // Every slot incremented the count once, so it is at least 1 here.
+        let open = self.0.fetch_sub(1, Ordering::AcqRel).saturating_sub(1);
         metrics::gauge!("aip_open_streams").set(open as f64);
     }
 }
@@ -157,13 +146,12 @@ impl OpenStreams {
 /// Whether a request asks for nothing but an event stream (a JSON reply would not do): such a
 /// request is refused before any work when the node's streams are at their bound.
 fn asks_for_stream(headers: &HeaderMap) -> bool {
-    let accept = headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect::<Vec<_>>()
-        .join(",");
-    accept.contains("text/event-stream") && !accept.contains("json")
+    crate::sse::wants_sse(headers)
+        && !headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| v.contains("json"))
 }
 
 /// Counts every SSE response while it is open; a request that asks only for a stream is refused

@@ -1,8 +1,187 @@
-//! `[limits]` rate limits and concurrency quotas (spec 22.8): their TOML shape and bounds, and
-//! the runtime policies built from them.
+//! `[limits]`: the bounds applied to every request and every node (spec 16.4, 22.8), with rate
+//! limits and concurrency quotas; their TOML shape, defaults and bounds, and the runtime policies
+//! built from them.
 
-use super::{ConfigError, Limits};
+use super::ConfigError;
 use serde::Deserialize;
+
+/// Bounds applied to every request (spec 16.4, 22.8).
+#[derive(Debug, Clone, Deserialize)]
+// Every key is optional: a missing one takes its value from `Limits::default()`.
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest accepted request body in bytes.
+    pub max_body_bytes: usize,
+    /// Largest list page (1..=1000).
+    pub max_list_limit: u32,
+    /// Page size when the client names none.
+    pub default_list_limit: u32,
+    /// Longest bounded wait in milliseconds (at most 30000).
+    pub max_wait_ms: u64,
+    /// Action deadline when the action names no `timeout_ms`.
+    pub default_action_timeout_ms: u64,
+    /// Upper bound of any action deadline.
+    pub max_action_timeout_ms: u64,
+    /// Number of async workers claiming queued actions.
+    pub async_workers: u32,
+    /// Lease length of a claimed async action in milliseconds.
+    pub lease_ms: u64,
+    /// How long after a commit's admission its outcome is first reconciled when it is then
+    /// unknown (spec 13.6); 0: only on request.
+    pub reconcile_after_ms: u64,
+    /// Claims of an action's job before it is given up (`dead_lettered`), 1..=100.
+    pub job_max_attempts: u32,
+    /// Each principal's rate of admitted actions (spec 22.8); unset: unlimited.
+    pub rate_per_principal: Option<RateConfig>,
+    /// Each tenant's rate of admitted actions, all its principals together; unset: unlimited.
+    pub rate_per_tenant: Option<RateConfig>,
+    /// Rates of named principals, in place of `rate_per_principal`.
+    pub principal_rates: std::collections::HashMap<String, RateConfig>,
+    /// Rates of named tenants, in place of `rate_per_tenant`.
+    pub tenant_rates: std::collections::HashMap<String, RateConfig>,
+    /// Most unfinished actions each principal holds at once (spec 22.8); unset: unbounded.
+    pub max_running_per_principal: Option<u32>,
+    /// Most unfinished actions each tenant holds at once, all its principals together.
+    pub max_running_per_tenant: Option<u32>,
+    /// Quotas of named principals, in place of `max_running_per_principal`.
+    pub principal_running: std::collections::HashMap<String, u32>,
+    /// Quotas of named tenants, in place of `max_running_per_tenant`.
+    pub tenant_running: std::collections::HashMap<String, u32>,
+    /// Idle time after which an SSE/WebSocket stream gets a `heartbeat` event (100..=60000 ms).
+    pub stream_heartbeat_ms: u64,
+    /// A stream consumer whose buffer stays full this long is disconnected (ms).
+    pub stream_send_timeout_ms: u64,
+    /// Events buffered per stream connection (1..=4096).
+    pub stream_buffer_events: usize,
+    /// Requests in flight and streams followed at once per WebSocket connection (1..=4096).
+    pub ws_max_streams: usize,
+    /// Actions waiting for a worker at once, every tenant together (1..=1000000; 0: unbounded); a
+    /// queued admission past it is refused `aip.runtime.queue_full` (spec 22.8).
+    pub max_queued_actions: u32,
+    /// Streams open at once on the node, SSE responses and WebSocket connections together
+    /// (1..=1000000); a request asking for one more is refused `aip.transport.too_many_streams`.
+    pub max_open_streams: usize,
+    /// HTTP requests the node handles at once, every route but the probes (1..=100000); the
+    /// excess is refused at once with `aip.runtime.overloaded` (spec 22.8).
+    pub max_in_flight_requests: usize,
+    /// A native HTTP request not answered within this is answered `aip.runtime.request_timeout`
+    /// (more than `max_wait_ms`, at most 3600000); an action it submitted runs on.
+    pub request_timeout_ms: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1024 * 1024,
+            max_list_limit: 1000,
+            default_list_limit: 100,
+            max_wait_ms: 30_000,
+            default_action_timeout_ms: 60_000,
+            max_action_timeout_ms: 3_600_000,
+            async_workers: 8,
+            lease_ms: 30_000,
+            reconcile_after_ms: 10_000,
+            job_max_attempts: 5,
+            rate_per_principal: None,
+            rate_per_tenant: None,
+            principal_rates: std::collections::HashMap::new(),
+            tenant_rates: std::collections::HashMap::new(),
+            max_running_per_principal: None,
+            max_running_per_tenant: None,
+            principal_running: std::collections::HashMap::new(),
+            tenant_running: std::collections::HashMap::new(),
+            stream_heartbeat_ms: 15_000,
+            stream_send_timeout_ms: 30_000,
+            stream_buffer_events: 64,
+            ws_max_streams: 64,
+            max_in_flight_requests: 1024,
+            max_open_streams: 10_000,
+            max_queued_actions: 100_000,
+            request_timeout_ms: 90_000,
+        }
+    }
+}
+
+impl Limits {
+    /// The first bound this `[limits]` table breaks (documented in docs/configuration.md).
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        if self.max_list_limit == 0 || self.max_list_limit > 1000 {
+            return Err(ConfigError::Invalid(
+                "limits.max_list_limit must be within 1..=1000 (spec 16.4)".into(),
+            ));
+        }
+        if self.default_list_limit == 0 || self.default_list_limit > self.max_list_limit {
+            return Err(ConfigError::Invalid(
+                "limits.default_list_limit must be within 1..=max_list_limit".into(),
+            ));
+        }
+        if self.max_wait_ms > 30_000 {
+            return Err(ConfigError::Invalid(
+                "limits.max_wait_ms must be at most 30000 (spec 16.4)".into(),
+            ));
+        }
+        if !(100..=60_000).contains(&self.stream_heartbeat_ms)
+            || !(100..=600_000).contains(&self.stream_send_timeout_ms)
+            || !(1..=4096).contains(&self.stream_buffer_events)
+            || !(1..=4096).contains(&self.ws_max_streams)
+        {
+            return Err(ConfigError::Invalid(
+            "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096, ws_max_streams 1..=4096".into(),
+        ));
+        }
+        if !(1..=100_000).contains(&self.max_in_flight_requests) {
+            return Err(ConfigError::Invalid(
+                "limits.max_in_flight_requests must be within 1..=100000".into(),
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.max_open_streams) {
+            return Err(ConfigError::Invalid(
+                "limits.max_open_streams must be within 1..=1000000".into(),
+            ));
+        }
+        if self.request_timeout_ms <= self.max_wait_ms || self.request_timeout_ms > 3_600_000 {
+            return Err(ConfigError::Invalid(
+                "limits.request_timeout_ms must be more than max_wait_ms and at most 3600000"
+                    .into(),
+            ));
+        }
+        if self.max_body_bytes < 1024 {
+            return Err(ConfigError::Invalid(
+                "limits.max_body_bytes must be at least 1024".into(),
+            ));
+        }
+        if self.default_action_timeout_ms == 0
+            || self.default_action_timeout_ms > self.max_action_timeout_ms
+        {
+            return Err(ConfigError::Invalid(
+                "limits.default_action_timeout_ms must be within 1..=max_action_timeout_ms".into(),
+            ));
+        }
+        if self.async_workers == 0 || self.async_workers > 1024 {
+            return Err(ConfigError::Invalid(
+                "limits.async_workers must be within 1..=1024".into(),
+            ));
+        }
+        if self.job_max_attempts == 0 || self.job_max_attempts > 100 {
+            return Err(ConfigError::Invalid(
+                "limits.job_max_attempts must be within 1..=100".into(),
+            ));
+        }
+        self.rates()?;
+        self.quotas()?;
+        if self.reconcile_after_ms > 86_400_000 {
+            return Err(ConfigError::Invalid(
+                "limits.reconcile_after_ms must be at most 86400000 (0: only on request)".into(),
+            ));
+        }
+        if self.lease_ms < 1000 {
+            return Err(ConfigError::Invalid(
+                "limits.lease_ms must be at least 1000".into(),
+            ));
+        }
+        Ok(())
+    }
+}
 
 /// A token bucket: `per_second` admissions refill it, `burst` is its size (both 1..=1000000).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
