@@ -10,7 +10,9 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::client::{Client, Failure, ServerArgs, StreamEnd, print_json, segment, text};
+use crate::client::{
+    Client, Failure, ServerArgs, StreamEnd, UNREACHABLE, print_json, segment, text,
+};
 
 /// Reconnects of one followed stream before giving up.
 const MAX_RESUMES: u32 = 10;
@@ -253,18 +255,28 @@ pub async fn follow(
             Err(StreamEnd::Dropped(e)) => e,
             Err(StreamEnd::Broken(e)) => return Err(Failure::Usage(e)),
         };
-        resumes += 1;
-        if resumes > MAX_RESUMES {
-            return Err(Failure::Usage(format!(
-                "{why}; gave up after {MAX_RESUMES} resumes"
-            )));
-        }
-        progress.clear();
-        eprintln!("{action_id}: {why}; resuming");
-        tokio::time::sleep(Duration::from_millis(200 * u64::from(resumes))).await;
-        stream = client
-            .stream(&events_path, None, last_id.as_deref())
-            .await?;
+        let mut why = why;
+        stream = loop {
+            resumes += 1;
+            if resumes > MAX_RESUMES {
+                return Err(Failure::Usage(format!(
+                    "{why}; gave up after {MAX_RESUMES} resumes"
+                )));
+            }
+            progress.clear();
+            eprintln!("{action_id}: {why}; resuming");
+            tokio::time::sleep(Duration::from_millis(200 * u64::from(resumes))).await;
+            match client.stream(&events_path, None, last_id.as_deref()).await {
+                Ok(stream) => break stream,
+                // A node restarting (unreachable, or draining: 503) is waited for; any other
+                // refusal is the answer.
+                Err(Failure::Usage(e)) if e.starts_with(UNREACHABLE) => why = e,
+                Err(Failure::Refused {
+                    status: 503, code, ..
+                }) => why = code,
+                Err(other) => return Err(other),
+            }
+        };
     }
 }
 

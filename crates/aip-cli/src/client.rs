@@ -126,6 +126,9 @@ fn by_status(status: u16) -> &'static str {
     }
 }
 
+/// How a failure to reach the server begins, so a caller can tell it from a refusal.
+pub const UNREACHABLE: &str = "server unreachable";
+
 /// Why a command did not succeed.
 pub enum Failure {
     /// The server answered with a typed error.
@@ -222,7 +225,8 @@ impl Client {
     }
 
     /// Opens an event stream: `POST path` with `envelope`, or `GET path` resuming after
-    /// `last_event_id`.
+    /// `last_event_id`. A server that cannot be reached is a [`Failure::Usage`] starting with
+    /// [`UNREACHABLE`].
     pub async fn stream(
         &self,
         path: &str,
@@ -246,7 +250,7 @@ impl Client {
         let response = request
             .send()
             .await
-            .map_err(|e| Failure::Usage(format!("server unreachable: {e}")))?;
+            .map_err(|e| Failure::Usage(format!("{UNREACHABLE}: {e}")))?;
         let is_stream = response
             .headers()
             .get("content-type")
@@ -365,7 +369,7 @@ pub fn segment(id: &str) -> Result<&str, Failure> {
 }
 
 async fn answer(response: reqwest::Result<reqwest::Response>) -> Result<Value, Failure> {
-    let response = response.map_err(|e| Failure::Usage(format!("server unreachable: {e}")))?;
+    let response = response.map_err(|e| Failure::Usage(format!("{UNREACHABLE}: {e}")))?;
     let status = response.status().as_u16();
     let bytes = response
         .bytes()

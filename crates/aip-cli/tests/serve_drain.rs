@@ -195,3 +195,155 @@ async fn leases_released_at_the_drain_deadline_are_claimed_at_once_by_another_no
     println!("released work finished on the other node {elapsed:?} after the drain");
     assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
 }
+
+/// The `i` of a `data` chunk envelope, if it is one.
+fn counted(envelope: &serde_json::Value) -> Option<u64> {
+    let chunk = &envelope["body"]["stream_chunk"];
+    (chunk["kind"] == "data").then(|| chunk["data"]["i"].as_u64().unwrap())
+}
+
+/// The stream of `action_id` over WebSocket, from the start or after `cursor`.
+fn ws_follow(action_id: &str, cursor: Option<&str>) -> serde_json::Value {
+    let mut env = support::envelope(
+        "aip.lifecycle.v1.action_events_request",
+        json!({ "action_events_request": { "action_id": action_id, "follow": true } }),
+    );
+    env["correlation_id"] = json!("follow");
+    if let Some(cursor) = cursor {
+        env["extensions"] = json!({ "aip.websocket.stream.v1": { "after": cursor } });
+    }
+    env
+}
+
+/// Reads WebSocket envelopes until the close frame (`Some(code)`) or the action's result (`None`);
+/// collects the counted chunks and returns the last stream cursor seen.
+async fn ws_read(
+    socket: &mut support::ws::Socket,
+    seen: &mut Vec<u64>,
+    stop_after: Option<usize>,
+) -> (Option<u16>, Option<String>, Option<serde_json::Value>) {
+    use tokio_tungstenite::tungstenite::Message;
+    let mut cursor = None;
+    let mut last = None;
+    loop {
+        match support::ws::next_frame(socket).await {
+            Some(Message::Text(text)) => {
+                let env: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+                if let Some(c) = env["extensions"]["aip.websocket.stream.v1"]["cursor"].as_str() {
+                    cursor = Some(c.to_owned());
+                }
+                if let Some(i) = counted(&env) {
+                    seen.push(i);
+                }
+                let result = env["message_type"] == "aip.core.v1.action_result";
+                last = Some(env);
+                if result || stop_after.is_some_and(|n| seen.len() >= n) {
+                    return (None, cursor, last);
+                }
+            }
+            Some(Message::Close(frame)) => return (frame.map(|f| u16::from(f.code)), cursor, last),
+            Some(_) => {}
+            None => return (None, cursor, last),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_sse_follower_and_a_websocket_stream_end_with_a_resumable_frame_at_the_drain_and_resume_after_the_restart_with_every_chunk_once()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    // The count outlives a grace of 300 ms; leases of a minute show the restart takes it back.
+    let env = [
+        ("AIP_SHUTDOWN__GRACE_MS", "300"),
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+    ];
+    let mut server = Server::start(&data, None, &env);
+    let admin = server.admin();
+    let action_id = id("act_");
+    let (status, ack) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:count", "mode": "streaming", "input": { "n": 40, "interval_ms": 100 } })).await;
+    assert_eq!(status, 202, "{ack}");
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    let token = server.admin_token.clone();
+    let open_sse = |base: &str, last: Option<String>| {
+        let mut request = http
+            .get(format!("http://{base}/aip/v1/actions/{action_id}/events"))
+            .bearer_auth(&token)
+            .header("accept", "text/event-stream");
+        if let Some(last) = last {
+            request = request.header("last-event-id", last);
+        }
+        request.send()
+    };
+    let mut sse = support::SseReader::new(open_sse(&server.base, None).await.unwrap());
+    let mut sse_seen = Vec::new();
+    while sse_seen.len() < 3 {
+        let event = sse.next().await.expect("the stream ended early");
+        sse_seen.extend(counted(&event.data));
+    }
+    let mut socket = support::ws::connect(&server, &server.admin_token).await;
+    support::ws::send(&mut socket, &ws_follow(&action_id, None)).await;
+    let mut ws_seen = Vec::new();
+    ws_read(&mut socket, &mut ws_seen, Some(3)).await;
+
+    sigterm(&server);
+    // SSE: the stream goes on through the grace, then ends with a heartbeat saying to reconnect,
+    // whose id is the cursor of the last event before it.
+    let rest = sse.rest().await;
+    let (last, before) = rest.split_last().expect("no final frame");
+    assert_eq!(last.name, "heartbeat", "{rest:?}");
+    let status = last.data["body"]["heartbeat"]["status"].as_str().unwrap();
+    assert!(status.starts_with("draining"), "{status}");
+    let resumed_from = before.iter().rev().find(|e| !e.id.is_empty()).map_or_else(
+        || panic!("nothing before the final frame"),
+        |e| e.id.clone(),
+    );
+    assert_eq!(
+        last.id, resumed_from,
+        "the final frame resumes where the stream stopped"
+    );
+    for event in before {
+        sse_seen.extend(counted(&event.data));
+    }
+    // WebSocket: the same final heartbeat, then close 1012 "service restart".
+    let (code, ws_cursor, final_frame) = ws_read(&mut socket, &mut ws_seen, None).await;
+    assert_eq!(code, Some(1012), "{final_frame:?}");
+    let final_frame = final_frame.unwrap();
+    assert!(
+        final_frame["body"]["heartbeat"]["status"]
+            .as_str()
+            .unwrap()
+            .starts_with("draining"),
+        "{final_frame}"
+    );
+    let ws_cursor = ws_cursor.unwrap();
+    exited(&mut server, Duration::from_secs(10)).await;
+    assert!(
+        sse_seen.len() < 40 && ws_seen.len() < 40,
+        "the count outlived the grace"
+    );
+
+    // After the restart both resume from their cursor: every chunk exactly once, then the result.
+    let server = Server::start(&data, None, &env);
+    let mut sse =
+        support::SseReader::new(open_sse(&server.base, Some(last.id.clone())).await.unwrap());
+    let mut result = None;
+    while let Some(event) = sse.next().await {
+        sse_seen.extend(counted(&event.data));
+        if event.name == "result" {
+            result = Some(event.data);
+            break;
+        }
+    }
+    let result = result.expect("no result after the restart");
+    assert_eq!(
+        result["body"]["action_result"]["output"],
+        json!({ "count": 40 })
+    );
+    assert_eq!(sse_seen, (1..=40).collect::<Vec<_>>());
+    let mut socket = support::ws::connect(&server, &server.admin_token).await;
+    support::ws::send(&mut socket, &ws_follow(&action_id, Some(&ws_cursor))).await;
+    let (_, _, last) = ws_read(&mut socket, &mut ws_seen, None).await;
+    assert_eq!(last.unwrap()["message_type"], "aip.core.v1.action_result");
+    assert_eq!(ws_seen, (1..=40).collect::<Vec<_>>());
+}

@@ -7,6 +7,8 @@
 //! past `max_open_streams` (SSE and WebSocket together) a stream request gets
 //! `aip.transport.too_many_streams` before any work, and a closed stream frees its slot; past
 //! `max_queued_actions` waiting for a worker an async action gets `aip.runtime.queue_full`.
+//! Past `max_connections` a connection is answered `aip.runtime.overloaded` unread and closed,
+//! and a client that does not finish its request head in `header_read_timeout_ms` is cut.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -331,4 +333,65 @@ async fn an_async_action_past_the_queue_bound_is_refused_typed_and_admitted_once
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert_eq!(status, 202);
+}
+
+/// Reads what the server sends on `stream` until it closes it (at most 10 s).
+async fn read_to_close(stream: &mut tokio::net::TcpStream) -> String {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut out),
+    )
+    .await
+    .expect("the server kept the connection open")
+    .unwrap();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[tokio::test]
+async fn past_its_connection_bound_a_node_answers_overloaded_unread_and_cuts_clients_that_never_finish_their_headers()
+ {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let env = [
+        ("AIP_LIMITS__MAX_CONNECTIONS", "2"),
+        ("AIP_LIMITS__HEADER_READ_TIMEOUT_MS", "1000"),
+    ];
+    let server = support::Server::start(&dir.path().join("data"), None, &env);
+    // Two slow clients hold both connections with half a request head each.
+    let mut slow = Vec::new();
+    for _ in 0..2 {
+        let mut stream = tokio::net::TcpStream::connect(&server.base).await.unwrap();
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            .await
+            .unwrap();
+        slow.push(stream);
+    }
+    support::pause(100).await;
+    // A third is answered at once, typed and retryable, without its request being read.
+    let mut third = tokio::net::TcpStream::connect(&server.base).await.unwrap();
+    third
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_to_close(&mut third).await;
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry-after: 1"), "{answer}");
+    let (_, body) = answer.split_once("\r\n\r\n").unwrap();
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body["error"]["code"], "aip.runtime.overloaded", "{body}");
+    // The slow clients are cut once their header time is over (nothing was answered to them)...
+    let started = std::time::Instant::now();
+    for stream in &mut slow {
+        let answer = read_to_close(stream).await;
+        assert!(!answer.contains("200 OK"), "{answer}");
+    }
+    let cut = started.elapsed();
+    assert!(cut < std::time::Duration::from_secs(5), "{cut:?}");
+    // ...which frees their slots: requests are served again.
+    support::pause(100).await;
+    let (status, _) = server.anonymous().get("/health").await;
+    assert_eq!(status, 200);
 }

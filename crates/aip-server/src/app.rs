@@ -66,6 +66,8 @@ pub struct Server {
     pub node_did: String,
     /// Where the NATS binding puts its requester for delegations to peers over NATS.
     pub peer_requester: aip_runtime::handler::peer::RequesterSlot,
+    /// The node's open streams, which shutdown waits for.
+    pub open_streams: Arc<crate::overload::OpenStreams>,
     /// The embedded store's exclusive lock, held as long as the server.
     _store_lock: Option<crate::boot::StoreLock>,
 }
@@ -257,6 +259,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         "version" => env!("CARGO_PKG_VERSION"),
     )
     .set(1.0);
+    let open_streams = Arc::new(crate::overload::OpenStreams::new(limits.max_open_streams));
     let state = AppState {
         auth: Arc::clone(&auth),
         guard: Arc::new(RequestGuard::from_config(config)),
@@ -270,7 +273,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             max_frame_bytes: limits.max_body_bytes,
             ws_max_streams: limits.ws_max_streams,
         },
-        open_streams: Arc::new(crate::overload::OpenStreams::new(limits.max_open_streams)),
+        open_streams: Arc::clone(&open_streams),
         oauth: oauth.clone(),
         mcp_dev_principal: dev_principal,
     };
@@ -308,6 +311,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         auth,
         node_did: identity.did().to_owned(),
         peer_requester: Arc::clone(&node.nats),
+        open_streams,
         _store_lock: store_lock,
     })
 }
@@ -440,6 +444,15 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         server.router,
         Arc::clone(&server.runtime),
         std::time::Duration::from_millis(config.shutdown.grace_ms),
+        (
+            crate::listener::ConnectionLimits {
+                max_connections: config.limits.max_connections,
+                header_read_timeout: std::time::Duration::from_millis(
+                    config.limits.header_read_timeout_ms,
+                ),
+            },
+            Arc::clone(&server.open_streams),
+        ),
     )
     .await;
     drop(nats);

@@ -206,18 +206,25 @@ async fn retry_after(State(state): State<AppState>, request: Request, next: Next
 
 /// Serve until SIGINT/SIGTERM; admitted work stays durable across the shutdown (spec 20.1). The
 /// first signal drains `runtime` (new work refused, reads served, running handlers given `grace`
-/// to finish and commit), then the listener closes; a second signal exits at once.
+/// to finish and commit), then the listener closes, open streams end with a resumable frame and
+/// connections close ([`crate::listener`]); a second signal exits at once.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     runtime: Arc<aip_runtime::Runtime>,
     grace: std::time::Duration,
+    (limits, open_streams): (
+        crate::listener::ConnectionLimits,
+        Arc<crate::overload::OpenStreams>,
+    ),
 ) -> std::io::Result<()> {
-    axum::serve(
+    crate::listener::serve(
         listener,
-        app.into_make_service_with_connect_info::<SocketAddr>(),
+        app,
+        limits,
+        open_streams,
+        drain_on_signal(runtime, grace),
     )
-    .with_graceful_shutdown(drain_on_signal(runtime, grace))
     .await
 }
 

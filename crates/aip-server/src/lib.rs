@@ -14,6 +14,7 @@ pub mod error;
 pub mod http;
 pub mod identity;
 pub mod links;
+pub mod listener;
 pub mod nats;
 pub mod overload;
 pub mod peers;

@@ -111,6 +111,11 @@ impl OpenStreams {
         }
     }
 
+    /// Streams open now.
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
     /// A slot for a stream a client asks to open, if the node is below its bound.
     pub fn try_open(&self) -> Option<StreamSlot> {
         let taken = self

@@ -407,6 +407,60 @@ fn slow_consumer_event() -> StreamEvent {
     StreamEvent::error("slow_consumer".into(), error)
 }
 
+/// The consumer side of one SSE connection: its queue and what the last event sent resumes from.
+struct Feed {
+    rx: mpsc::Receiver<StreamEvent>,
+    last_id: Option<String>,
+    beats: u64,
+}
+
+/// Whether an event's id is a resume cursor (not the placeholder of a one-off reply or error).
+pub(crate) fn resumable(event: &StreamEvent) -> bool {
+    !matches!(
+        event.id.as_str(),
+        "error" | "message" | "slow_consumer" | ""
+    )
+}
+
+fn heartbeat_sequence(event: &StreamEvent) -> u64 {
+    match &event.envelope.body {
+        MessageBody::Heartbeat(beat) => beat.sequence,
+        _ => 0,
+    }
+}
+
+/// How long a client told to reconnect by a draining node waits first (SSE `retry`).
+const RECONNECT_AFTER: Duration = Duration::from_secs(1);
+
+/// The last frame of a stream whose node shuts down (spec 20.2): a `heartbeat` whose id is the
+/// stream's resume cursor (absent when nothing was sent yet: the client keeps the one it has) and
+/// whose status says to reconnect, with an SSE `retry` hint. Not terminal, so any SSE client
+/// reconnects with `Last-Event-ID` and gets what follows, once.
+pub(crate) fn draining_event(last_id: Option<String>, sequence: u64) -> StreamEvent {
+    let mut event = heartbeat_event(last_id.unwrap_or_default(), sequence);
+    if let MessageBody::Heartbeat(beat) = &mut event.envelope.body {
+        beat.status = Some(DRAINING_STATUS.into());
+    }
+    event
+}
+
+/// The status of the final heartbeat a draining node sends on every open stream.
+pub const DRAINING_STATUS: &str = "draining: the node is shutting down; reconnect with this cursor";
+
+fn draining_frame(last_id: Option<String>, sequence: u64) -> Event {
+    let event = draining_event(last_id, sequence);
+    let data = String::from_utf8_lossy(&event.envelope.to_json_vec()).into_owned();
+    let sse = Event::default()
+        .event(event.name)
+        .data(data)
+        .retry(RECONNECT_AFTER);
+    if event.id.is_empty() {
+        sse
+    } else {
+        sse.id(event.id)
+    }
+}
+
 fn spawn_stream<F, Fut>(limits: StreamLimits, produce: F) -> Response
 where
     F: FnOnce(Sender) -> Fut + Send + 'static,
@@ -420,17 +474,38 @@ where
         stalled: Arc::clone(&stalled),
     };
     tokio::spawn(produce(sender));
-    let stream = futures_util::stream::unfold(Some(rx), move |rx| {
+    let feed = Feed {
+        rx,
+        last_id: None,
+        beats: 0,
+    };
+    let stream = futures_util::stream::unfold(Some(feed), move |feed| {
         let stalled = Arc::clone(&stalled);
         async move {
-            let mut rx = rx?;
+            let mut feed = feed?;
             let event = if stalled.load(Ordering::Acquire) {
                 None
             } else {
-                rx.recv().await
+                tokio::select! {
+                    biased;
+                    event = feed.rx.recv() => event,
+                    // The node is going away: tell the client where to resume, then end.
+                    () = crate::http::shutting_down() => {
+                        let last = feed.last_id.take();
+                        return Some((Ok(draining_frame(last, feed.beats + 1)), None));
+                    }
+                }
             };
             match event {
-                Some(event) => Some((Ok::<Event, Infallible>(event.to_sse()), Some(rx))),
+                Some(event) => {
+                    if event.name == "heartbeat" {
+                        feed.beats = feed.beats.max(heartbeat_sequence(&event));
+                    }
+                    if resumable(&event) {
+                        feed.last_id = Some(event.id.clone());
+                    }
+                    Some((Ok::<Event, Infallible>(event.to_sse()), Some(feed)))
+                }
                 // Stalled: drop the queue, send the typed error, end.
                 None if stalled.load(Ordering::Acquire) => {
                     Some((Ok(slow_consumer_event().to_sse()), None))

@@ -47,6 +47,8 @@ pub const PROFILE: &str = "aip.websocket.stream.v1";
 
 /// Close code of a policy-driven disconnect (RFC 6455 7.4.1).
 const CLOSE_POLICY: u16 = 1008;
+/// Close code of a node that restarts (IANA WebSocket close code registry, "Service Restart").
+const CLOSE_RESTART: u16 = 1012;
 /// Shortest time given to a closing frame to reach a slow peer.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
@@ -176,10 +178,21 @@ async fn serve_connection(
     // Streams followed at once on this connection.
     let streams = Arc::new(Semaphore::new(limits.ws_max_streams.max(1)));
     let mut closing = close_rx;
+    let mut writer = Some(writer);
     loop {
-        let frame = tokio::select! {
-            frame = incoming.next() => frame,
-            _ = closing.wait_for(|c| *c != Closing::Open) => break,
+        let shutdown = tokio::select! {
+            frame = incoming.next() => Ok(frame),
+            _ = closing.wait_for(|c| *c != Closing::Open) => Err(false),
+            () = crate::http::shutting_down() => Err(true),
+        };
+        let frame = match shutdown {
+            Ok(frame) => frame,
+            Err(shutdown) => {
+                if shutdown {
+                    restart(&conn, &streams, limits, &mut writer).await;
+                }
+                break;
+            }
         };
         match frame {
             Some(Ok(Message::Text(text))) => {
@@ -220,8 +233,40 @@ async fn serve_connection(
     }
     conn.close_normally();
     drop(conn);
-    let _ = writer.await;
+    if let Some(writer) = writer {
+        let _ = writer.await;
+    }
     metrics::gauge!("aip_ws_connections").decrement(1.0);
+}
+
+/// The node shuts down: every followed stream sends its final resumable heartbeat (its cursor,
+/// [`crate::sse::DRAINING_STATUS`]), then the connection closes with 1012 "service restart" and
+/// the reason `aip.runtime.draining`, after everything queued before it.
+async fn restart(
+    conn: &Conn,
+    streams: &Arc<Semaphore>,
+    limits: StreamLimits,
+    writer: &mut Option<tokio::task::JoinHandle<()>>,
+) {
+    let all = u32::try_from(limits.ws_max_streams.max(1)).unwrap_or(u32::MAX);
+    // Each stream task ends right after queuing its final frame, returning its permit.
+    let _ = tokio::time::timeout(CLOSE_GRACE, streams.acquire_many(all)).await;
+    let frame = CloseFrame {
+        code: CLOSE_RESTART,
+        reason: ErrorCode::Draining.as_str().into(),
+    };
+    if !conn.send(Message::Close(Some(frame))).await {
+        return;
+    }
+    if let Some(running) = writer.as_mut() {
+        // A finished writer is not awaited again.
+        if tokio::time::timeout(limits.send_timeout.max(CLOSE_GRACE), running)
+            .await
+            .is_ok()
+        {
+            *writer = None;
+        }
+    }
 }
 
 /// Drains the queue into the socket, pings while idle, and closes when told to.
@@ -245,11 +290,13 @@ async fn write_loop(
             },
             _ = ping.tick() => Message::Ping(axum::body::Bytes::new()),
         };
+        let last = matches!(message, Message::Close(_));
         let sent = tokio::select! {
             sent = tokio::time::timeout(limits.send_timeout, sink.send(message)) => sent,
             closing = close.wait_for(|c| *c != Closing::Open) => break closing.map_or(Closing::Normal, |c| *c),
         };
         match sent {
+            Ok(Ok(())) if last => break Closing::Normal,
             Ok(Ok(())) => ping.reset(),
             Ok(Err(_)) => break Closing::Normal,
             // The socket accepted nothing for the whole send timeout.
@@ -329,6 +376,7 @@ impl Request {
         let stream = StreamSink {
             conn: self.conn.clone(),
             reply: reply.envelope,
+            last: std::sync::Mutex::new(None),
         };
         let Ok(_slot) = Arc::clone(&self.streams).try_acquire_owned() else {
             let mut error = ErrorCode::TooManyStreams.error(
@@ -342,6 +390,10 @@ impl Request {
         tokio::select! {
             () = crate::sse::resume(&self.runtime, &self.caller, &action_id, position, &stream, self.limits) => {}
             () = closed.closed() => {}
+            () = crate::http::shutting_down() => {
+                let last = stream.last.lock().map(|mut l| l.take()).unwrap_or_default();
+                let _ = stream.send(crate::sse::draining_event(last, 0)).await;
+            }
         }
     }
 }
@@ -368,10 +420,17 @@ fn follow_request(bytes: &[u8]) -> Option<Option<String>> {
 struct StreamSink {
     conn: Conn,
     reply: Envelope,
+    /// The cursor of the last resumable event sent, for the final frame at shutdown.
+    last: std::sync::Mutex<Option<String>>,
 }
 
 impl EventSink for StreamSink {
     async fn send(&self, event: StreamEvent) -> bool {
+        if crate::sse::resumable(&event)
+            && let Ok(mut last) = self.last.lock()
+        {
+            *last = Some(event.id.clone());
+        }
         let mut envelope = event.envelope;
         envelope
             .correlation_id

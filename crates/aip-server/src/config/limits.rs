@@ -67,6 +67,11 @@ pub struct Limits {
     /// A native HTTP request not answered within this is answered `aip.runtime.request_timeout`
     /// (more than `max_wait_ms`, at most 3600000); an action it submitted runs on.
     pub request_timeout_ms: u64,
+    /// TCP connections open at once (1..=1000000); one past it is answered
+    /// `aip.runtime.overloaded` and closed without being read (spec 22.8).
+    pub max_connections: usize,
+    /// A client must send a whole request head within this (100..=300000 ms) or is disconnected.
+    pub header_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -98,6 +103,8 @@ impl Default for Limits {
             max_open_streams: 10_000,
             max_queued_actions: 100_000,
             request_timeout_ms: 90_000,
+            max_connections: 16_384,
+            header_read_timeout_ms: 10_000,
         }
     }
 }
@@ -137,6 +144,16 @@ impl Limits {
         if !(1..=1_000_000).contains(&self.max_open_streams) {
             return Err(ConfigError::Invalid(
                 "limits.max_open_streams must be within 1..=1000000".into(),
+            ));
+        }
+        if !(1..=1_000_000).contains(&self.max_connections) {
+            return Err(ConfigError::Invalid(
+                "limits.max_connections must be within 1..=1000000".into(),
+            ));
+        }
+        if !(100..=300_000).contains(&self.header_read_timeout_ms) {
+            return Err(ConfigError::Invalid(
+                "limits.header_read_timeout_ms must be within 100..=300000".into(),
             ));
         }
         if self.request_timeout_ms <= self.max_wait_ms || self.request_timeout_ms > 3_600_000 {
