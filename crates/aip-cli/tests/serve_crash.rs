@@ -133,12 +133,12 @@ async fn after_a_kill_9_a_restarted_node_takes_back_its_leases_at_once_and_a_sec
     // Leases of a minute: without taking them back, the work would wait that long.
     let env = [
         ("AIP_LIMITS__LEASE_MS", "60000"),
-        ("AIP_LIMITS__ASYNC_WORKERS", "24"),
+        ("AIP_LIMITS__ASYNC_WORKERS", "56"),
     ];
     let mut server = Server::start(&data, None, &env);
     let admin = server.admin();
     let mut sleeps = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..50 {
         let action_id = id("act_");
         let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } })).await;
         assert_eq!(status, 202);
@@ -175,9 +175,11 @@ async fn after_a_kill_9_a_restarted_node_takes_back_its_leases_at_once_and_a_sec
         assert_eq!(view["state"], "completed", "{view}");
     }
     let elapsed = restarted.elapsed();
+    // Each re-ran whole (3 s), so what is over 3 s is how long the restart took to resume it.
     println!(
-        "20 interrupted 3 s actions all completed {} ms after the restart began",
-        elapsed.as_millis()
+        "50 interrupted 3 s actions all completed {} ms after the restart began: resumed within {} ms",
+        elapsed.as_millis(),
+        elapsed.as_millis().saturating_sub(3000)
     );
     assert!(
         elapsed < std::time::Duration::from_secs(15),
