@@ -1,6 +1,7 @@
 //! Rate limits through the binary (spec 22.8): a principal past its bucket gets 429
-//! `aip.limit.rate_limited` with `Retry-After` over native HTTP and a JSON-RPC error naming the
-//! code over MCP; another principal keeps its own bucket. Concurrency quotas the same way with
+//! `aip.limit.rate_limited` with `Retry-After` over native HTTP, the typed error envelope over
+//! WebSocket and a JSON-RPC error naming the code over MCP; another principal keeps its own
+//! bucket. Concurrency quotas the same way with
 //! `aip.limit.quota_exceeded`. Node-wide: requests past `max_in_flight_requests` are refused
 //! at once with `aip.runtime.overloaded` (the probes still answer), and a native request not
 //! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on;
@@ -65,6 +66,21 @@ async fn a_principal_past_its_rate_gets_429_with_retry_after_and_a_typed_mcp_err
     assert_eq!(error["retryable"], true, "{body}");
     // Over MCP the same bucket refuses with a JSON-RPC error that names the code.
     refused_over_mcp(&mut mcp, "aip.limit.rate_limited").await;
+    // Over WebSocket too: the reply is the typed, retryable error envelope.
+    let mut socket = support::ws::connect(&server, ALICE).await;
+    // (A slow machine may have refilled one token since: the next action then meets the limit.)
+    let mut reply = serde_json::Value::Null;
+    for _ in 0..2 {
+        let action: serde_json::Value = serde_json::from_str(&echo()).unwrap();
+        support::ws::send(&mut socket, &action).await;
+        reply = support::ws::next_envelope(&mut socket).await;
+        if reply["message_type"] == "aip.core.v1.error" {
+            break;
+        }
+    }
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.limit.rate_limited", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
     // Bob has no named rate and no default: unlimited.
     for _ in 0..5 {
         assert_eq!(send(BOB).await.unwrap().status(), 200);
