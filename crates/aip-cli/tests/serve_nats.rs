@@ -835,3 +835,43 @@ async fn a_handshake_over_nats_negotiates_the_nats_profile_and_the_manifest_name
         reply["envelope"]["body"]["manifest"]["profiles"]
     );
 }
+
+#[tokio::test]
+async fn a_principal_past_its_rate_over_nats_gets_the_typed_retryable_error_reply() {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}.example", id(""));
+    let config = node_config(dir.path(), &url, &domain, "");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[limits.principal_rates]\n\"svc:nats\" = { per_second = 1, burst = 1 }\n");
+    std::fs::write(&config, text).unwrap();
+    let _server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = async_nats::connect(&url).await.unwrap();
+    let subject = format!(
+        "aip.v1.{}.aip.v1.aip_core_v1_action",
+        domain.replace('.', "_")
+    );
+    let mut replies = Vec::new();
+    // One token: the first is admitted, a later one meets the limit (three in case one refilled).
+    for _ in 0..3 {
+        let action = envelope(
+            "aip.core.v1.action",
+            json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "mode": "sync", "input": {} } }),
+        );
+        let (_, reply) = request(&client, subject.clone(), &action, true).await;
+        replies.push(reply["envelope"].clone());
+    }
+    assert_eq!(
+        replies[0]["message_type"], "aip.core.v1.action_result",
+        "{replies:?}"
+    );
+    let refused = replies
+        .iter()
+        .find(|r| r["message_type"] == "aip.core.v1.error")
+        .unwrap_or_else(|| panic!("no refusal: {replies:?}"));
+    let error = &refused["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.limit.rate_limited", "{refused}");
+    assert_eq!(error["retryable"], true, "{refused}");
+}
