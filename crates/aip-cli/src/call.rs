@@ -10,9 +10,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
-use crate::client::{
-    Client, Failure, ServerArgs, StreamEnd, UNREACHABLE, print_json, segment, text,
-};
+use crate::client::{Client, Failure, ServerArgs, StreamEnd, print_json, segment, text};
 
 /// Reconnects of one followed stream before giving up.
 const MAX_RESUMES: u32 = 10;
@@ -270,7 +268,7 @@ pub async fn follow(
                 Ok(stream) => break stream,
                 // A node restarting (unreachable, or draining: 503) is waited for; any other
                 // refusal is the answer.
-                Err(Failure::Usage(e)) if e.starts_with(UNREACHABLE) => why = e,
+                Err(Failure::Unreachable(e)) => why = format!("server unreachable: {e}"),
                 Err(Failure::Refused {
                     status: 503, code, ..
                 }) => why = code,

@@ -60,6 +60,10 @@ pub fn run<F: Future<Output = Result<(), Failure>>>(name: &str, command: F) -> E
                 eprintln!("aip {name}: {message}");
                 ExitCode::from(2)
             }
+            Err(Failure::Unreachable(why)) => {
+                eprintln!("aip {name}: server unreachable: {why}");
+                ExitCode::from(2)
+            }
         }
     })
 }
@@ -126,9 +130,6 @@ fn by_status(status: u16) -> &'static str {
     }
 }
 
-/// How a failure to reach the server begins, so a caller can tell it from a refusal.
-pub const UNREACHABLE: &str = "server unreachable";
-
 /// Why a command did not succeed.
 pub enum Failure {
     /// The server answered with a typed error.
@@ -140,8 +141,10 @@ pub enum Failure {
         /// The server's message.
         message: String,
     },
-    /// Bad usage, an unreadable token, an unreachable server or an unreadable answer.
+    /// Bad usage, an unreadable token or an unreadable answer.
     Usage(String),
+    /// The server could not be reached (a restarting node is worth waiting for).
+    Unreachable(String),
 }
 
 /// An authenticated client of one server.
@@ -225,8 +228,7 @@ impl Client {
     }
 
     /// Opens an event stream: `POST path` with `envelope`, or `GET path` resuming after
-    /// `last_event_id`. A server that cannot be reached is a [`Failure::Usage`] starting with
-    /// [`UNREACHABLE`].
+    /// `last_event_id`.
     pub async fn stream(
         &self,
         path: &str,
@@ -250,7 +252,7 @@ impl Client {
         let response = request
             .send()
             .await
-            .map_err(|e| Failure::Usage(format!("{UNREACHABLE}: {e}")))?;
+            .map_err(|e| Failure::Unreachable(e.to_string()))?;
         let is_stream = response
             .headers()
             .get("content-type")
@@ -369,7 +371,7 @@ pub fn segment(id: &str) -> Result<&str, Failure> {
 }
 
 async fn answer(response: reqwest::Result<reqwest::Response>) -> Result<Value, Failure> {
-    let response = response.map_err(|e| Failure::Usage(format!("{UNREACHABLE}: {e}")))?;
+    let response = response.map_err(|e| Failure::Unreachable(e.to_string()))?;
     let status = response.status().as_u16();
     let bytes = response
         .bytes()

@@ -86,9 +86,15 @@ impl StreamEvent {
         }
     }
 
+    /// The event as SSE; an empty id is left out (the client keeps the last one it had).
     fn to_sse(&self) -> Event {
         let data = String::from_utf8_lossy(&self.envelope.to_json_vec()).into_owned();
-        Event::default().event(self.name).id(&self.id).data(data)
+        let event = Event::default().event(self.name).data(data);
+        if self.id.is_empty() {
+            event
+        } else {
+            event.id(&self.id)
+        }
     }
 }
 
@@ -411,7 +417,6 @@ fn slow_consumer_event() -> StreamEvent {
 struct Feed {
     rx: mpsc::Receiver<StreamEvent>,
     last_id: Option<String>,
-    beats: u64,
 }
 
 /// Whether an event's id is a resume cursor (not the placeholder of a one-off reply or error).
@@ -422,22 +427,15 @@ pub(crate) fn resumable(event: &StreamEvent) -> bool {
     )
 }
 
-fn heartbeat_sequence(event: &StreamEvent) -> u64 {
-    match &event.envelope.body {
-        MessageBody::Heartbeat(beat) => beat.sequence,
-        _ => 0,
-    }
-}
-
 /// How long a client told to reconnect by a draining node waits first (SSE `retry`).
 const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 
 /// The last frame of a stream whose node shuts down (spec 20.2): a `heartbeat` whose id is the
 /// stream's resume cursor (absent when nothing was sent yet: the client keeps the one it has) and
-/// whose status says to reconnect, with an SSE `retry` hint. Not terminal, so any SSE client
-/// reconnects with `Last-Event-ID` and gets what follows, once.
-pub(crate) fn draining_event(last_id: Option<String>, sequence: u64) -> StreamEvent {
-    let mut event = heartbeat_event(last_id.unwrap_or_default(), sequence);
+/// whose status says to reconnect. Its sequence is 0, which no idle beat has. Not terminal, so
+/// any SSE client reconnects with `Last-Event-ID` and gets what follows, once.
+pub(crate) fn draining_event(last_id: Option<String>) -> StreamEvent {
+    let mut event = heartbeat_event(last_id.unwrap_or_default(), 0);
     if let MessageBody::Heartbeat(beat) = &mut event.envelope.body {
         beat.status = Some(DRAINING_STATUS.into());
     }
@@ -446,20 +444,6 @@ pub(crate) fn draining_event(last_id: Option<String>, sequence: u64) -> StreamEv
 
 /// The status of the final heartbeat a draining node sends on every open stream.
 pub const DRAINING_STATUS: &str = "draining: the node is shutting down; reconnect with this cursor";
-
-fn draining_frame(last_id: Option<String>, sequence: u64) -> Event {
-    let event = draining_event(last_id, sequence);
-    let data = String::from_utf8_lossy(&event.envelope.to_json_vec()).into_owned();
-    let sse = Event::default()
-        .event(event.name)
-        .data(data)
-        .retry(RECONNECT_AFTER);
-    if event.id.is_empty() {
-        sse
-    } else {
-        sse.id(event.id)
-    }
-}
 
 fn spawn_stream<F, Fut>(limits: StreamLimits, produce: F) -> Response
 where
@@ -474,11 +458,7 @@ where
         stalled: Arc::clone(&stalled),
     };
     tokio::spawn(produce(sender));
-    let feed = Feed {
-        rx,
-        last_id: None,
-        beats: 0,
-    };
+    let feed = Feed { rx, last_id: None };
     let stream = futures_util::stream::unfold(Some(feed), move |feed| {
         let stalled = Arc::clone(&stalled);
         async move {
@@ -491,20 +471,18 @@ where
                     event = feed.rx.recv() => event,
                     // The node is going away: tell the client where to resume, then end.
                     () = crate::http::shutting_down() => {
-                        let last = feed.last_id.take();
-                        return Some((Ok(draining_frame(last, feed.beats + 1)), None));
+                        let last = draining_event(feed.last_id.take()).to_sse();
+                        return Some((Ok(last.retry(RECONNECT_AFTER)), None));
                     }
                 }
             };
             match event {
                 Some(event) => {
-                    if event.name == "heartbeat" {
-                        feed.beats = feed.beats.max(heartbeat_sequence(&event));
-                    }
+                    let sse = event.to_sse();
                     if resumable(&event) {
-                        feed.last_id = Some(event.id.clone());
+                        feed.last_id = Some(event.id);
                     }
-                    Some((Ok::<Event, Infallible>(event.to_sse()), Some(feed)))
+                    Some((Ok::<Event, Infallible>(sse), Some(feed)))
                 }
                 // Stalled: drop the queue, send the typed error, end.
                 None if stalled.load(Ordering::Acquire) => {

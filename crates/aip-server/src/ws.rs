@@ -178,29 +178,19 @@ async fn serve_connection(
     // Streams followed at once on this connection.
     let streams = Arc::new(Semaphore::new(limits.ws_max_streams.max(1)));
     let mut closing = close_rx;
-    let mut writer = Some(writer);
-    loop {
-        let shutdown = tokio::select! {
-            frame = incoming.next() => Ok(frame),
-            _ = closing.wait_for(|c| *c != Closing::Open) => Err(false),
-            () = crate::http::shutting_down() => Err(true),
-        };
-        let frame = match shutdown {
-            Ok(frame) => frame,
-            Err(shutdown) => {
-                if shutdown {
-                    restart(&conn, &streams, limits, &mut writer).await;
-                }
-                break;
-            }
+    let restarting = loop {
+        let frame = tokio::select! {
+            frame = incoming.next() => frame,
+            _ = closing.wait_for(|c| *c != Closing::Open) => break false,
+            () = crate::http::shutting_down() => break true,
         };
         match frame {
             Some(Ok(Message::Text(text))) => {
                 let permit = tokio::select! {
                     permit = Arc::clone(&inflight).acquire_owned() => permit,
-                    _ = closing.wait_for(|c| *c != Closing::Open) => break,
+                    _ = closing.wait_for(|c| *c != Closing::Open) => break false,
                 };
-                let Ok(permit) = permit else { break };
+                let Ok(permit) = permit else { break false };
                 let request = Request {
                     runtime: Arc::clone(&runtime),
                     caller: caller.clone(),
@@ -218,36 +208,35 @@ async fn serve_connection(
                 );
                 let envelope = Envelope::new(MessageBody::Error(ErrorBody { error }));
                 if !conn.send_envelope(&envelope).await {
-                    break;
+                    break false;
                 }
             }
             // tungstenite answers pings itself (the pong goes out with the next write or read).
             Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
             // The close handshake is answered by tungstenite; the connection ends here.
-            Some(Ok(Message::Close(_))) | None => break,
+            Some(Ok(Message::Close(_))) | None => break false,
             Some(Err(err)) => {
                 tracing::debug!(error = %err, "websocket read failed");
-                break;
+                break false;
             }
         }
+    };
+    if restarting {
+        restart(&conn, &streams, limits).await;
+    } else {
+        conn.close_normally();
     }
-    conn.close_normally();
     drop(conn);
-    if let Some(writer) = writer {
-        let _ = writer.await;
-    }
+    // After a restart frame the writer ends by itself once its close frame is out (every write
+    // bounded by the send timeout, the close by its grace).
+    let _ = writer.await;
     metrics::gauge!("aip_ws_connections").decrement(1.0);
 }
 
 /// The node shuts down: every followed stream sends its final resumable heartbeat (its cursor,
-/// [`crate::sse::DRAINING_STATUS`]), then the connection closes with 1012 "service restart" and
-/// the reason `aip.runtime.draining`, after everything queued before it.
-async fn restart(
-    conn: &Conn,
-    streams: &Arc<Semaphore>,
-    limits: StreamLimits,
-    writer: &mut Option<tokio::task::JoinHandle<()>>,
-) {
+/// [`crate::sse::DRAINING_STATUS`]), then a close frame with 1012 "service restart" and the
+/// reason `aip.runtime.draining` is queued after everything before it.
+async fn restart(conn: &Conn, streams: &Arc<Semaphore>, limits: StreamLimits) {
     let all = u32::try_from(limits.ws_max_streams.max(1)).unwrap_or(u32::MAX);
     // Each stream task ends right after queuing its final frame, returning its permit.
     let _ = tokio::time::timeout(CLOSE_GRACE, streams.acquire_many(all)).await;
@@ -255,18 +244,8 @@ async fn restart(
         code: CLOSE_RESTART,
         reason: ErrorCode::Draining.as_str().into(),
     };
-    if !conn.send(Message::Close(Some(frame))).await {
-        return;
-    }
-    if let Some(running) = writer.as_mut() {
-        // A finished writer is not awaited again.
-        if tokio::time::timeout(limits.send_timeout.max(CLOSE_GRACE), running)
-            .await
-            .is_ok()
-        {
-            *writer = None;
-        }
-    }
+    // Refused only when the connection is already closing, which ends the writer anyway.
+    let _ = conn.send(Message::Close(Some(frame))).await;
 }
 
 /// Drains the queue into the socket, pings while idle, and closes when told to.
@@ -392,7 +371,7 @@ impl Request {
             () = closed.closed() => {}
             () = crate::http::shutting_down() => {
                 let last = stream.last.lock().map(|mut l| l.take()).unwrap_or_default();
-                let _ = stream.send(crate::sse::draining_event(last, 0)).await;
+                let _ = stream.send(crate::sse::draining_event(last)).await;
             }
         }
     }
@@ -426,11 +405,7 @@ struct StreamSink {
 
 impl EventSink for StreamSink {
     async fn send(&self, event: StreamEvent) -> bool {
-        if crate::sse::resumable(&event)
-            && let Ok(mut last) = self.last.lock()
-        {
-            *last = Some(event.id.clone());
-        }
+        let resumable = crate::sse::resumable(&event);
         let mut envelope = event.envelope;
         envelope
             .correlation_id
@@ -440,6 +415,9 @@ impl EventSink for StreamSink {
             .clone_from(&self.reply.in_response_to);
         envelope.session_id.clone_from(&self.reply.session_id);
         envelope.extensions = Some(json!({ PROFILE: { "event": event.name, "cursor": event.id } }));
+        if resumable && let Ok(mut last) = self.last.lock() {
+            *last = Some(event.id);
+        }
         self.conn.send_envelope(&envelope).await
     }
 }

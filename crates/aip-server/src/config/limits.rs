@@ -136,26 +136,18 @@ impl Limits {
             "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096, ws_max_streams 1..=4096".into(),
         ));
         }
-        if !(1..=100_000).contains(&self.max_in_flight_requests) {
-            return Err(ConfigError::Invalid(
-                "limits.max_in_flight_requests must be within 1..=100000".into(),
-            ));
-        }
-        if !(1..=1_000_000).contains(&self.max_open_streams) {
-            return Err(ConfigError::Invalid(
-                "limits.max_open_streams must be within 1..=1000000".into(),
-            ));
-        }
-        if !(1..=1_000_000).contains(&self.max_connections) {
-            return Err(ConfigError::Invalid(
-                "limits.max_connections must be within 1..=1000000".into(),
-            ));
-        }
-        if !(100..=300_000).contains(&self.header_read_timeout_ms) {
-            return Err(ConfigError::Invalid(
-                "limits.header_read_timeout_ms must be within 100..=300000".into(),
-            ));
-        }
+        within(
+            "max_in_flight_requests",
+            self.max_in_flight_requests,
+            1..=100_000,
+        )?;
+        within("max_open_streams", self.max_open_streams, 1..=1_000_000)?;
+        within("max_connections", self.max_connections, 1..=1_000_000)?;
+        within(
+            "header_read_timeout_ms",
+            self.header_read_timeout_ms,
+            100..=300_000,
+        )?;
         if self.request_timeout_ms <= self.max_wait_ms || self.request_timeout_ms > 3_600_000 {
             return Err(ConfigError::Invalid(
                 "limits.request_timeout_ms must be more than max_wait_ms and at most 3600000"
@@ -174,16 +166,8 @@ impl Limits {
                 "limits.default_action_timeout_ms must be within 1..=max_action_timeout_ms".into(),
             ));
         }
-        if self.async_workers == 0 || self.async_workers > 1024 {
-            return Err(ConfigError::Invalid(
-                "limits.async_workers must be within 1..=1024".into(),
-            ));
-        }
-        if self.job_max_attempts == 0 || self.job_max_attempts > 100 {
-            return Err(ConfigError::Invalid(
-                "limits.job_max_attempts must be within 1..=100".into(),
-            ));
-        }
+        within("async_workers", self.async_workers, 1..=1024)?;
+        within("job_max_attempts", self.job_max_attempts, 1..=100)?;
         self.rates()?;
         self.quotas()?;
         if self.reconcile_after_ms > 86_400_000 {
@@ -198,6 +182,22 @@ impl Limits {
         }
         Ok(())
     }
+}
+
+/// `Ok` when `value` of `limits.<key>` lies in `range`, else the rule it breaks.
+fn within<T: PartialOrd + std::fmt::Display>(
+    key: &str,
+    value: T,
+    range: std::ops::RangeInclusive<T>,
+) -> Result<(), ConfigError> {
+    if range.contains(&value) {
+        return Ok(());
+    }
+    Err(ConfigError::Invalid(format!(
+        "limits.{key} must be within {}..={}",
+        range.start(),
+        range.end()
+    )))
 }
 
 /// A token bucket: `per_second` admissions refill it, `burst` is its size (both 1..=1000000).
