@@ -1,12 +1,15 @@
 //! Event reads (spec 16.1-16.2, 16.5): one action's events, and the reader's whole feed, after an
 //! opaque cursor, optionally waiting (bounded) for the next event.
 
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use aip_core::DataSensitivity;
 use aip_core::{
     ActionEvents, ActionEventsRequest, ActionId, Event, EventStream, EventStreamRequest,
 };
 use aip_store::EventQuery;
+use serde_json::Value;
 
 use crate::caller::Caller;
 use crate::error::RuntimeError;
@@ -28,7 +31,13 @@ impl Runtime {
         let record = self.visible_action(caller, action_id).await?;
         let query = reader_events(caller, Some(record.action_id.clone()), &request.kinds)?;
         let (events, next) = self
-            .events_page(&query, request.cursor.as_deref(), request.limit, wait_ms)
+            .events_page(
+                caller,
+                &query,
+                request.cursor.as_deref(),
+                request.limit,
+                wait_ms,
+            )
             .await?;
         // Read again: the terminal flag must not predate the events returned.
         let record = self.visible_action(caller, action_id).await?;
@@ -56,7 +65,13 @@ impl Runtime {
     ) -> Result<EventStream, RuntimeError> {
         let query = reader_events(caller, None, &request.kinds)?;
         let (events, next) = self
-            .events_page(&query, request.cursor.as_deref(), request.limit, wait_ms)
+            .events_page(
+                caller,
+                &query,
+                request.cursor.as_deref(),
+                request.limit,
+                wait_ms,
+            )
             .await?;
         Ok(EventStream {
             events,
@@ -66,6 +81,7 @@ impl Runtime {
 
     async fn events_page(
         &self,
+        caller: &Caller,
         query: &EventQuery,
         cursor: Option<&str>,
         limit: Option<u32>,
@@ -80,10 +96,61 @@ impl Runtime {
             let page = self.store().list_events(query, cursor, limit).await?;
             let left = deadline.saturating_duration_since(Instant::now());
             if !page.items.is_empty() || left.is_zero() {
-                return Ok((views::events(&page.items)?, page.next_cursor));
+                let mut events = views::events(&page.items)?;
+                self.withhold_event_outputs(caller, &mut events).await?;
+                return Ok((events, page.next_cursor));
             }
             watch.changed_within(left.min(WAIT_POLL)).await;
         }
+    }
+}
+
+impl Runtime {
+    /// Removes the `output` an event carries of another principal's action whose output `caller`
+    /// may not read (spec 9.6, 16.3), naming the sensitivity in `output_withheld` instead: events
+    /// are read tenant-wide, so they must withhold what the action's own reads withhold.
+    async fn withhold_event_outputs(
+        &self,
+        caller: &Caller,
+        events: &mut [Event],
+    ) -> Result<(), RuntimeError> {
+        if caller.reads_sensitive_data() {
+            return Ok(());
+        }
+        let mut verdicts: HashMap<String, Option<DataSensitivity>> = HashMap::new();
+        for event in events.iter_mut() {
+            let (Some(action_id), Some(Value::Object(data))) = (&event.action_id, &mut event.data)
+            else {
+                continue;
+            };
+            if !data.contains_key("output") {
+                continue;
+            }
+            let verdict = match verdicts.get(action_id.as_str()) {
+                Some(verdict) => *verdict,
+                None => {
+                    let verdict = match self
+                        .store()
+                        .get_action(&caller.tenant, action_id.as_str())
+                        .await?
+                    {
+                        Some(record) => self.withheld_output(caller, &record),
+                        // An event outliving its action: nothing says its output is safe.
+                        None => Some(DataSensitivity::Unknown),
+                    };
+                    verdicts.insert(action_id.as_str().to_owned(), verdict);
+                    verdict
+                }
+            };
+            if let Some(sensitivity) = verdict {
+                data.remove("output");
+                data.insert(
+                    "output_withheld".to_owned(),
+                    Value::String(sensitivity.as_str().to_owned()),
+                );
+            }
+        }
+        Ok(())
     }
 }
 
