@@ -11,6 +11,9 @@
 //! also used (an action id, a conversation and delivery id, a batch id, a message id) make the
 //! second tenant's own records. The A2A and MCP profiles' task and resource reads are walked too.
 //!
+//! Every envelope read and write is also sent over NATS when `AIP_TEST_NATS_URL` names a server
+//! (the binding's principal is the second tenant's).
+//!
 //! The walk is checked against the route table read from the router's source: a new `GET` route
 //! (or a new id-addressed `POST` route) without a case here fails the test, and so does a message
 //! type the runtime serves that this walk does not classify.
@@ -55,7 +58,7 @@ async fn start_provider() -> String {
 /// Tenants `alpha` and `beta`, each with a `*` principal; `alpha` also has two approvers (its big
 /// transfer needs both, so one decision leaves it pending). `beta`'s principal holds the approver
 /// role too, so that its decisions would count if it could reach `alpha`'s approval.
-fn config(dir: &Path, provider: &str) -> PathBuf {
+fn config(dir: &Path, provider: &str, extra: &str) -> PathBuf {
     let mut principals = String::new();
     for (id, token, tenant, roles) in [
         ("svc:alpha", ALPHA, "alpha", "[]"),
@@ -108,6 +111,8 @@ cost = {{ per_call = {{ amount_minor = 25, currency = "USD" }} }}
 handler = {{ type = "http", url = "{provider}/echo", timeout_ms = 2000 }}
 [capabilities.contract]
 {CONTRACT}
+
+{extra}
 "#
         ),
     )
@@ -1452,11 +1457,33 @@ fn reply_body(reply: &Value) -> Value {
     body
 }
 
-/// Sends one envelope read as the second tenant over HTTP and WebSocket, with the first tenant's
-/// id and with a missing one; both transports must give the same answer for both.
+/// A NATS connection and the node's subject prefix.
+struct Nats {
+    client: async_nats::Client,
+    prefix: String,
+}
+
+impl Nats {
+    /// `env` over NATS request/reply (as the binding's principal, the second tenant's).
+    async fn send(&self, env: &Value) -> Value {
+        let subject = format!(
+            "{}.{}",
+            self.prefix,
+            env["message_type"].as_str().unwrap().replace('.', "_")
+        );
+        support::nats::request(&self.client, subject, env, false)
+            .await
+            .1
+    }
+}
+
+/// Sends one envelope read as the second tenant over HTTP, WebSocket and NATS (when there is a
+/// NATS server), with the first tenant's id and with a missing one; every transport must give the
+/// same answer for both.
 async fn walk_envelope(
     beta: &Client,
     socket: &mut support::ws::Socket,
+    nats: Option<&Nats>,
     read: &EnvelopeRead,
     a: &Alpha,
 ) {
@@ -1497,6 +1524,12 @@ async fn walk_envelope(
         let over_ws = support::ws::next_envelope(socket).await;
         assert_eq!(over_ws["in_response_to"], env["message_id"], "{what}");
         assert_no_leak(&what, &request, &over_ws.to_string(), a);
+        if let Some(nats) = nats {
+            let env = build("");
+            let over_nats = nats.send(&env).await;
+            assert_eq!(over_nats["in_response_to"], env["message_id"], "{what}");
+            assert_no_leak(&what, &request, &over_nats.to_string(), a);
+        }
         return;
     }
     for id in &read.ids {
@@ -1536,6 +1569,16 @@ async fn walk_envelope(
             answer,
             "{what}: WebSocket vs HTTP"
         );
+        if let Some(nats) = nats {
+            let asked = build(id);
+            let over_nats = nats.send(&asked).await;
+            assert_eq!(over_nats["in_response_to"], asked["message_id"], "{what}");
+            assert_eq!(
+                normalized(&reply_body(&over_nats).to_string(), id),
+                answer,
+                "{what}: NATS vs HTTP"
+            );
+        }
     }
 }
 
@@ -1674,11 +1717,25 @@ fn strip_volatile(value: &mut Value) {
 async fn a_second_tenants_star_principal_finds_none_of_the_first_tenants_records_on_any_read() {
     let dir = tempfile::tempdir().unwrap();
     let provider = start_provider().await;
+    // The NATS binding (spec 20.4) acts as the second tenant's principal, so every envelope read is
+    // walked over NATS too.
+    let nats_url = support::nats::nats_url("the NATS half of the tenant walk");
+    let domain = format!("walk{}.example", id(""));
+    let nats_section = nats_url.as_ref().map_or(String::new(), |url| {
+        format!("[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:beta\"\n")
+    });
     let server = Server::start(
         &dir.path().join("data"),
-        Some(&config(dir.path(), &provider)),
+        Some(&config(dir.path(), &provider, &nats_section)),
         &[],
     );
+    let nats = match &nats_url {
+        Some(url) => Some(Nats {
+            client: async_nats::connect(url).await.unwrap(),
+            prefix: format!("aip.v1.{}.aip.v1", domain.replace('.', "_")),
+        }),
+        None => None,
+    };
     let mut a = Alpha::default();
     create_alpha(&server, &mut a).await;
     let before = alpha_state(&server, &a).await;
@@ -1723,7 +1780,7 @@ async fn a_second_tenants_star_principal_finds_none_of_the_first_tenants_records
     let beta = server.client(BETA);
     let mut socket = support::ws::connect(&server, BETA).await;
     for read in &reads {
-        walk_envelope(&beta, &mut socket, read, &a).await;
+        walk_envelope(&beta, &mut socket, nats.as_ref(), read, &a).await;
     }
 
     // The id-addressed POST routes: every one the router declares is walked.
@@ -1755,7 +1812,7 @@ async fn a_second_tenants_star_principal_finds_none_of_the_first_tenants_records
         }
     }
     for write in &writes {
-        walk_envelope(&beta, &mut socket, write, &a).await;
+        walk_envelope(&beta, &mut socket, nats.as_ref(), write, &a).await;
     }
 
     // The first tenant finds its records as they were.
@@ -1783,7 +1840,7 @@ async fn writes_under_the_first_tenants_ids_make_the_second_tenants_own_records(
     let provider = start_provider().await;
     let server = Server::start(
         &dir.path().join("data"),
-        Some(&config(dir.path(), &provider)),
+        Some(&config(dir.path(), &provider, "")),
         &[],
     );
     let mut a = Alpha::default();
@@ -1884,6 +1941,42 @@ async fn writes_under_the_first_tenants_ids_make_the_second_tenants_own_records(
         "{view}"
     );
 
+    // An idempotency key the first tenant used (`cap:demo:book`'s keys are tenant-scoped, spec 9.5,
+    // 22.6) is a fresh key in the second tenant: neither the first tenant's booking replayed nor a
+    // conflict with its input; from then on it is the second tenant's own key.
+    let alpha = server.client(ALPHA);
+    let key = id("walk-key-");
+    let booking = json!({ "name": "alpha guest", "party_size": 2, "time": "19:00" });
+    let book = |input: &Value| json!({ "id": id("act_"), "capability_id": "cap:demo:book", "mode": "sync", "input": input, "idempotency_key": key });
+    let (status, first) = alpha.act(book(&booking)).await;
+    assert_eq!(status, 200, "{first}");
+    let alpha_booking = first["body"]["action_result"]["output"]["booking_id"].clone();
+    assert!(alpha_booking.is_string(), "{first}");
+    let (status, reply) = beta.act(book(&booking)).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_ne!(reply["extensions"]["ack"]["status"], "cached", "{reply}");
+    let beta_booking = &reply["body"]["action_result"]["output"]["booking_id"];
+    assert!(
+        beta_booking.is_string() && *beta_booking != alpha_booking,
+        "{reply}"
+    );
+    let other = json!({ "name": "beta guest", "party_size": 3, "time": "20:00" });
+    let (status, reply) = beta.act(book(&other)).await;
+    assert_eq!(
+        (status, reply["body"]["error"]["error"]["code"].as_str()),
+        (409, Some("aip.idempotency.conflict")),
+        "the key is the second tenant's own now: {reply}"
+    );
+    // The first tenant's own re-send still answers its booking.
+    let mut resend = book(&booking);
+    resend["id"] = first["body"]["action_result"]["action_id"].clone();
+    let (status, again) = alpha.act(resend).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        again["body"]["action_result"]["output"]["booking_id"], alpha_booking,
+        "{again}"
+    );
+
     // A message id the first tenant used is no replay for the second tenant.
     for message_id in &a.message_ids {
         let mut env = envelope(
@@ -1951,7 +2044,7 @@ async fn the_a2a_and_mcp_profiles_answer_the_first_tenants_tasks_and_resources_a
     let provider = start_provider().await;
     let server = Server::start(
         &dir.path().join("data"),
-        Some(&config(dir.path(), &provider)),
+        Some(&config(dir.path(), &provider, "")),
         &[],
     );
     let mut a = Alpha::default();
