@@ -140,6 +140,15 @@ pub enum RuntimeError {
         /// The bound.
         limit: u32,
     },
+    /// A binding already serves as many requests as it is configured to (spec 22.8): this one was
+    /// refused before it was read; nothing was done.
+    #[error(
+        "this node already serves its {limit} requests in flight on this binding; nothing was done: send it again shortly"
+    )]
+    Overloaded {
+        /// The binding's bound.
+        limit: u32,
+    },
     /// The node is draining for shutdown: no new work is admitted; nothing was acknowledged.
     #[error("this node is shutting down and admits no new work; send it again shortly")]
     Draining,
@@ -410,6 +419,7 @@ impl RuntimeError {
             RuntimeError::RateLimited { .. } => ErrorCode::RateLimited,
             RuntimeError::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
             RuntimeError::QueueFull { .. } => ErrorCode::QueueFull,
+            RuntimeError::Overloaded { .. } => ErrorCode::Overloaded,
             RuntimeError::Internal(_) => ErrorCode::Internal,
             RuntimeError::ResourceProduction(_) => ErrorCode::ConnectorFailed,
             RuntimeError::Approval(e) => e.code(),
@@ -468,6 +478,7 @@ impl RuntimeError {
                 | RuntimeError::RateLimited { .. }
                 | RuntimeError::QuotaExceeded { .. }
                 | RuntimeError::QueueFull { .. }
+                | RuntimeError::Overloaded { .. }
         )
     }
 
@@ -489,7 +500,7 @@ impl RuntimeError {
                     "retry_after_ms": QUOTA_RETRY_AFTER_MS,
                 }));
             }
-            RuntimeError::QueueFull { limit } => {
+            RuntimeError::QueueFull { limit } | RuntimeError::Overloaded { limit } => {
                 error.details = Some(serde_json::json!({
                     "limit": limit,
                     "retry_after_ms": QUOTA_RETRY_AFTER_MS,

@@ -455,7 +455,10 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         ),
     )
     .await;
-    drop(nats);
+    // After a shutdown the binding drains its subscription; after a failure it is just dropped.
+    if let (Some(nats), Ok(())) = (nats, &served) {
+        nats.finish().await;
+    }
     server.runtime.shutdown();
     Ok(served?)
 }

@@ -239,17 +239,101 @@ pub enum NatsError {
     Subscribe(String),
 }
 
-/// A running binding: dropping it stops serving.
+/// A running binding: dropping it stops serving; [`NatsBinding::finish`] waits for its drain.
 pub struct NatsBinding {
-    task: tokio::task::JoinHandle<()>,
+    task: Option<tokio::task::JoinHandle<()>>,
     /// The service-wide subject this node serves (`<prefix>.>`).
     pub subscription: String,
 }
 
+impl NatsBinding {
+    /// Waits (at most [`DRAIN_TIMEOUT`] and a second) until the binding, which drains its
+    /// subscription once the server shuts down, has answered every request it took.
+    pub async fn finish(mut self) {
+        if let Some(task) = self.task.take() {
+            let _ = tokio::time::timeout(DRAIN_TIMEOUT + Duration::from_secs(1), task).await;
+        }
+    }
+}
+
 impl Drop for NatsBinding {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(task) = &self.task {
+            task.abort();
+        }
     }
+}
+
+/// The longest the binding waits, once its subscription is drained, for the requests it took to be
+/// answered before the connection is flushed.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves `subscriber` with at most `max_in_flight` requests at once. A request past the bound is
+/// answered at once with the typed retryable `aip.runtime.overloaded` (spec 22.8), never queued
+/// without bound in the client. Once the server shuts down (the drain is over), the subscription
+/// is drained (spec 20.4: the server routes no more requests here, the queue group's other members
+/// take them), the requests already delivered are answered, and the connection is flushed.
+async fn serve_subscription(
+    mut subscriber: async_nats::Subscriber,
+    service: Arc<Service>,
+    max_in_flight: usize,
+) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(max_in_flight));
+    let mut draining = false;
+    let mut answered_after_drain = 0u64;
+    loop {
+        let message = if draining {
+            subscriber.next().await
+        } else {
+            tokio::select! {
+                message = subscriber.next() => message,
+                () = crate::http::shutting_down() => {
+                    draining = true;
+                    if let Err(err) = subscriber.drain().await {
+                        tracing::warn!(error = %err, "NATS subscription could not be drained");
+                        break;
+                    }
+                    continue;
+                }
+            }
+        };
+        let Some(message) = message else { break };
+        answered_after_drain += u64::from(draining);
+        match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => {
+                let service = Arc::clone(&service);
+                tokio::spawn(async move {
+                    service.serve(message).await;
+                    drop(permit);
+                });
+            }
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                metrics::counter!("aip_nats_overloaded_total").increment(1);
+                service.refuse_overloaded(&message, max_in_flight).await;
+            }
+            Err(tokio::sync::TryAcquireError::Closed) => break,
+        }
+    }
+    // Every request taken is answered (bounded) before the connection is flushed.
+    let all = u32::try_from(max_in_flight).unwrap_or(u32::MAX);
+    let settled = tokio::time::timeout(DRAIN_TIMEOUT, permits.acquire_many(all))
+        .await
+        .is_ok();
+    let flushed = service.client.flush().await.is_ok();
+    tracing::info!(
+        answered_after_drain,
+        settled,
+        flushed,
+        "NATS subscription drained"
+    );
+    println!(
+        "aip serve: NATS subscription drained: {answered_after_drain} request(s) delivered after the drain answered; {}",
+        if settled && flushed {
+            "every reply sent"
+        } else {
+            "some replies may be missing (timed out)"
+        }
+    );
 }
 
 /// Connect with the configured options and serve `<prefix>.>` in the configured queue group.
@@ -296,7 +380,7 @@ pub async fn start(
     let _already = peers.set(Arc::new(PeerRequests(client.clone())));
     let prefix = nats.subject_prefix();
     let subscription = format!("{prefix}.>");
-    let mut subscriber = client
+    let subscriber = client
         .queue_subscribe(subscription.clone(), nats.queue_group.clone())
         .await
         .map_err(|e| NatsError::Subscribe(e.to_string()))?;
@@ -314,20 +398,12 @@ pub async fn start(
         signers,
         prefix,
     });
-    let permits = Arc::new(tokio::sync::Semaphore::new(nats.max_in_flight));
-    let task = tokio::spawn(async move {
-        while let Some(message) = subscriber.next().await {
-            let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-                return;
-            };
-            let service = Arc::clone(&service);
-            tokio::spawn(async move {
-                service.serve(message).await;
-                drop(permit);
-            });
-        }
-    });
-    Ok(Some(NatsBinding { task, subscription }))
+    let max_in_flight = nats.max_in_flight;
+    let task = tokio::spawn(serve_subscription(subscriber, service, max_in_flight));
+    Ok(Some(NatsBinding {
+        task: Some(task),
+        subscription,
+    }))
 }
 
 struct Service {
@@ -357,6 +433,31 @@ enum Form {
 }
 
 impl Service {
+    /// Answers `message` with the typed overload refusal (its request is decoded only to name it
+    /// and to answer in its form; nothing else is done).
+    async fn refuse_overloaded(&self, message: &async_nats::Message, limit: usize) {
+        let Some(reply_to) = message.reply.clone() else {
+            return;
+        };
+        let err = RuntimeError::Overloaded {
+            limit: u32::try_from(limit).unwrap_or(u32::MAX),
+        };
+        let (form, decoded) =
+            decode_request(message.payload.as_ref(), self.runtime.decode_limits());
+        let reply = match &decoded {
+            Ok((envelope, _)) => Reply::error(Some(envelope), &err),
+            Err(_) => Reply::error(None, &err),
+        };
+        let (headers, payload) = encode_reply(&reply, form);
+        if let Err(err) = self
+            .client
+            .publish_with_headers(reply_to, headers, payload.into())
+            .await
+        {
+            tracing::warn!(error = %err, "NATS overload refusal could not be published");
+        }
+    }
+
     async fn serve(self: Arc<Self>, message: async_nats::Message) {
         // Stream messages published by nodes carry no reply subject: they are not requests.
         let Some(reply_to) = message.reply.clone() else {
