@@ -11,6 +11,9 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use serde_json::json;
 use support::{Server, id, pause};
 
@@ -65,9 +68,12 @@ async fn a_drain_refuses_new_work_with_a_retryable_error_serves_reads_and_lets_r
  {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let env = [("AIP_SHUTDOWN__GRACE_MS", "20000")];
+    let env = [
+        ("AIP_SHUTDOWN__GRACE_MS", "20000"),
+        ("AIP_LIMITS__ASYNC_WORKERS", "24"),
+    ];
     let mut server = Server::start(&data, None, &env);
-    let sleeps = running_sleeps(&server, 5, 2000).await;
+    let sleeps = running_sleeps(&server, 20, 3000).await;
     sigterm(&server);
     let http = reqwest::Client::builder().no_proxy().build().unwrap();
     // The drain begins at once: new work is refused, typed and retryable, with Retry-After.
@@ -129,7 +135,14 @@ async fn a_drain_refuses_new_work_with_a_retryable_error_serves_reads_and_lets_r
             view["state"], "completed",
             "finished before the exit: {view}"
         );
-        assert_eq!(view["result"]["output"], json!({ "slept_ms": 2000 }));
+        assert_eq!(view["result"]["output"], json!({ "slept_ms": 3000 }));
+        // Finished by the draining node: run once, never re-run after the restart.
+        let kinds = admin.event_kinds(action_id).await;
+        assert_eq!(
+            kinds.iter().filter(|k| *k == "aip.action.started").count(),
+            1,
+            "{kinds:?}"
+        );
     }
 }
 
@@ -346,4 +359,99 @@ async fn an_sse_follower_and_a_websocket_stream_end_with_a_resumable_frame_at_th
     let (_, _, last) = ws_read(&mut socket, &mut ws_seen, None).await;
     assert_eq!(last.unwrap()["message_type"], "aip.core.v1.action_result");
     assert_eq!(ws_seen, (1..=40).collect::<Vec<_>>());
+}
+
+/// A booking provider that counts the requests it receives and answers each after 5 s.
+async fn slow_booking_provider() -> (String, Arc<AtomicUsize>) {
+    let received = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&received);
+    let app = axum::Router::new().route(
+        "/book",
+        axum::routing::post(move || {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                axum::Json(json!({ "output": { "booking_id": "b-1" } }))
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (format!("http://{addr}"), received)
+}
+
+#[tokio::test]
+async fn a_mutation_in_flight_at_the_drain_deadline_is_settled_uncertain_after_the_restart_and_never_sent_twice()
+ {
+    let (provider, received) = slow_booking_provider().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"[[capabilities]]
+id = "cap:ext:book"
+name = "Book"
+kind = "tool"
+input_schema = {{ type = "object" }}
+handler = {{ type = "http", url = "{provider}/book", timeout_ms = 20000 }}
+[capabilities.contract]
+side_effects = ["write"]
+idempotency = {{ requirement = "optional", collision_behavior = "reject_conflict", key_scope = "tenant" }}
+execution = {{ supports_sync = true, supports_async = true, supports_streaming = false, supports_cancel = false, supports_retry = false, expected_completion = "async", retry_safety = "unsafe" }}
+data = {{ sensitivity = "internal", contains_pii = false, redaction_required = false }}
+"#
+        ),
+    )
+    .unwrap();
+    // A grace shorter than the provider's answer, leases of a minute.
+    let env = [
+        ("AIP_SHUTDOWN__GRACE_MS", "500"),
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+    ];
+    let mut server = Server::start(&data, Some(&config), &env);
+    let action_id = id("act_");
+    let action = json!({ "id": action_id, "capability_id": "cap:ext:book", "mode": "async", "input": { "table": 7 }, "idempotency_key": id("book-") });
+    let (status, reply) = server.admin().act(action.clone()).await;
+    assert_eq!(status, 202, "{reply}");
+    for _ in 0..250 {
+        if received.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        pause(20).await;
+    }
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        1,
+        "the booking never reached the provider"
+    );
+    // The drain deadline passes while the provider still holds the booking.
+    sigterm(&server);
+    let took = exited(&mut server, Duration::from_secs(10)).await;
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let server = Server::start(&data, Some(&config), &env);
+    let admin = server.admin();
+    let view = admin.wait_terminal(&action_id).await;
+    assert_eq!(view["state"], "failed", "{view}");
+    assert_eq!(
+        view["result"]["error"]["code"], "aip.connector.uncertain_outcome",
+        "{view}"
+    );
+    let kinds = admin.event_kinds(&action_id).await;
+    assert!(
+        !kinds.iter().any(|k| k.contains("cancel")),
+        "an interrupted run is not a cancellation: {kinds:?}"
+    );
+    // Sending it again answers the settled action; the provider saw one booking, ever.
+    let (_, again) = admin.act(action).await;
+    assert!(!again.to_string().contains("b-1"), "{again}");
+    pause(1500).await;
+    assert_eq!(
+        received.load(Ordering::SeqCst),
+        1,
+        "the mutation was sent twice"
+    );
 }
