@@ -1,7 +1,7 @@
 //! Rate limits through the binary (spec 22.8): a principal past its bucket gets 429
 //! `aip.limit.rate_limited` with `Retry-After` over native HTTP, the typed error envelope over
-//! WebSocket and a JSON-RPC error naming the code over MCP; another principal keeps its own
-//! bucket. Concurrency quotas the same way with
+//! WebSocket, a JSON-RPC error naming the code over MCP and a rejected, unrecorded task naming it
+//! over A2A; another principal keeps its own bucket. Concurrency quotas the same way with
 //! `aip.limit.quota_exceeded`. Node-wide: requests past `max_in_flight_requests` are refused
 //! at once with `aip.runtime.overloaded` (the probes still answer), and a native request not
 //! answered within `request_timeout_ms` gets `aip.runtime.request_timeout` while its action runs on;
@@ -30,12 +30,38 @@ async fn refused_over_mcp(mcp: &mut Mcp, code: &str) {
     assert!(message.starts_with(code), "{}", answer.body);
 }
 
+/// An A2A `SendMessage` (not streamed) as `token`: the JSON-RPC response.
+async fn a2a_send(base: &str, token: &str) -> serde_json::Value {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    http.post(format!("http://{base}/a2a"))
+        .bearer_auth(token)
+        .header("A2A-Version", "1.0")
+        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": { "message": { "messageId": id("msg-"), "role": "ROLE_USER", "parts": [{ "text": "hello" }] } } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An A2A answer is the task rejected before anything was recorded, naming `code` as retryable.
+fn assert_a2a_refused(answer: &serde_json::Value, code: &str) {
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{answer}");
+    assert_eq!(task["metadata"]["aip.recorded"], false, "{answer}");
+    let error = &task["status"]["message"]["metadata"]["aip.error"];
+    assert_eq!(error["code"], code, "{answer}");
+    assert_eq!(error["retryable"], true, "{answer}");
+}
+
 #[tokio::test]
 async fn a_principal_past_its_rate_gets_429_with_retry_after_and_a_typed_mcp_error() {
     let dir = tempfile::tempdir().unwrap();
     let server = two_principals_with(
         dir.path(),
-        "[limits.principal_rates]\nalice = { per_second = 1, burst = 2 }\n",
+        "[a2a]\ndefault_capability = \"cap:demo:echo\"\n\n[limits.principal_rates]\nalice = { per_second = 1, burst = 2 }\n",
     );
     let mut mcp = Mcp::new(&server.base, Some(ALICE));
     mcp.open("2025-06-18").await;
@@ -81,6 +107,13 @@ async fn a_principal_past_its_rate_gets_429_with_retry_after_and_a_typed_mcp_err
     let error = &reply["body"]["error"]["error"];
     assert_eq!(error["code"], "aip.limit.rate_limited", "{reply}");
     assert_eq!(error["retryable"], true, "{reply}");
+    // Over A2A: a rejected task, not recorded, naming the typed retryable error.
+    // (Twice at most, as above.)
+    let mut a2a = a2a_send(&server.base, ALICE).await;
+    if a2a["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+        a2a = a2a_send(&server.base, ALICE).await;
+    }
+    assert_a2a_refused(&a2a, "aip.limit.rate_limited");
     // Bob has no named rate and no default: unlimited.
     for _ in 0..5 {
         assert_eq!(send(BOB).await.unwrap().status(), 200);
@@ -90,7 +123,10 @@ async fn a_principal_past_its_rate_gets_429_with_retry_after_and_a_typed_mcp_err
 #[tokio::test]
 async fn a_principal_at_its_concurrency_quota_gets_429_until_one_of_its_actions_finishes() {
     let dir = tempfile::tempdir().unwrap();
-    let server = two_principals_with(dir.path(), "[limits.principal_running]\nalice = 2\n");
+    let server = two_principals_with(
+        dir.path(),
+        "[a2a]\ndefault_capability = \"cap:demo:echo\"\n\n[limits.principal_running]\nalice = 2\n",
+    );
     let (on_alice, on_bob) = (server.client(ALICE), server.client(BOB));
     let sleep = || json!({ "id": id("act_"), "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } });
     let mut held = Vec::new();
@@ -111,6 +147,18 @@ async fn a_principal_at_its_concurrency_quota_gets_429_until_one_of_its_actions_
     let mut mcp = Mcp::new(&server.base, Some(ALICE));
     mcp.open("2025-06-18").await;
     refused_over_mcp(&mut mcp, "aip.limit.quota_exceeded").await;
+    // Over WebSocket: the typed error envelope.
+    let mut socket = support::ws::connect(&server, ALICE).await;
+    let action = support::envelope("aip.core.v1.action", json!({ "action": sleep() }));
+    support::ws::send(&mut socket, &action).await;
+    let reply = support::ws::next_envelope(&mut socket).await;
+    assert_eq!(reply["in_response_to"], action["message_id"], "{reply}");
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.limit.quota_exceeded", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
+    // Over A2A: a rejected task naming the typed retryable error.
+    let a2a = a2a_send(&server.base, ALICE).await;
+    assert_a2a_refused(&a2a, "aip.limit.quota_exceeded");
     // Bob has no quota.
     for _ in 0..3 {
         let (status, reply) = on_bob.act(sleep()).await;

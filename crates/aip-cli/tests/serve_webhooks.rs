@@ -1,9 +1,10 @@
-//! Signed webhook ingress (`[[webhooks]]`, `POST /aip/v1/webhooks/{id}`, spec 21.3, issue 19):
+//! Signed webhook ingress (`[[webhooks]]`, `POST /aip/v1/webhooks/{id}`, spec 21.3):
 //! deliveries signed by the Standard Webhooks library (`standardwebhooks` 1.1.0, driven by
 //! `tests/interop/webhook_send.py`) are admitted once as actions of the subscription's principal;
 //! every forged, stale, unbound or oversized delivery is refused with nothing created; a replay is a
 //! duplicate also after a restart; an acknowledged delivery survives kill -9; a storage failure is a
-//! 5xx the sender can retry. Without the interop venv this prints a notice and skips; under
+//! 5xx the sender can retry, and a subscription past its principal's rate is a 429 the sender
+//! retries. Without the interop venv this prints a notice and skips; under
 //! `CI=true` it fails.
 #![allow(clippy::unwrap_used)]
 
@@ -432,4 +433,54 @@ async fn a_storage_failure_is_a_5xx_and_the_retried_delivery_is_then_admitted() 
         .wait_terminal(results[0]["body"]["action_id"].as_str().unwrap())
         .await;
     assert_eq!(view["state"], "completed", "{view}");
+}
+
+#[tokio::test]
+async fn a_subscription_past_its_principals_rate_is_answered_429_typed_and_its_sender_retry_is_admitted()
+ {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    // Spec 22.8: the subscription's principal has a bucket of one delivery, refilled once a second.
+    text.push_str(
+        "\n[limits.principal_rates]\n\"svc:webhook:orders\" = { per_second = 1, burst = 1 }\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let deliveries: Vec<Value> = (0..3)
+        .map(|n| {
+            case(
+                &server,
+                &format!("order {n}"),
+                "orders",
+                ORDERS_SECRET,
+                &support::id("msg_"),
+                &json!({ "type": "order.created", "data": { "id": format!("o-{n}") } }),
+            )
+        })
+        .collect();
+    let results = send(&python, &deliveries);
+    assert_eq!(results[0]["status"], 202, "{}", results[0]);
+    let refused = results
+        .iter()
+        .find(|r| r["status"] == 429)
+        .unwrap_or_else(|| panic!("no delivery was rate limited: {results:?}"));
+    let error = &refused["body"]["error"];
+    assert_eq!(error["code"], "aip.limit.rate_limited", "{refused}");
+    // Nothing was admitted for it; the sender's retry after the refill is.
+    let refused_name = refused["name"].as_str().unwrap();
+    let retry = deliveries
+        .iter()
+        .find(|d| d["name"] == refused_name)
+        .cloned()
+        .unwrap();
+    let before = actions(&server, Some("svc:webhook:orders")).await.len();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let results = send(&python, &[with(retry, "name", json!("retried"))]);
+    assert_eq!(results[0]["status"], 202, "{}", results[0]);
+    assert_eq!(
+        actions(&server, Some("svc:webhook:orders")).await.len(),
+        before + 1
+    );
 }
