@@ -9,7 +9,8 @@
 //! `aip.transport.too_many_streams` before any work, and a closed stream frees its slot; past
 //! `max_queued_actions` waiting for a worker an async action gets `aip.runtime.queue_full`.
 //! Past `max_connections` a connection is answered `aip.runtime.overloaded` unread and closed,
-//! and a client that does not finish its request head in `header_read_timeout_ms` is cut.
+//! and a client that does not finish its request head in `header_read_timeout_ms` is cut (an idle
+//! keep-alive connection too).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -458,4 +459,15 @@ async fn past_its_connection_bound_a_node_answers_overloaded_unread_and_cuts_cli
     support::pause(100).await;
     let (status, _) = server.anonymous().get("/health").await;
     assert_eq!(status, 200);
+    // An idle keep-alive connection is closed too once the next request head is that late, so
+    // idle clients cannot hold the connection slots either.
+    let mut idle = tokio::net::TcpStream::connect(&server.base).await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let answer = read_to_close(&mut idle).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let idle_for = started.elapsed();
+    assert!(idle_for < std::time::Duration::from_secs(5), "{idle_for:?}");
 }
