@@ -1011,3 +1011,40 @@ async fn a_draining_node_answers_over_nats_what_it_took_refuses_new_work_typed_a
         "{gone:?}"
     );
 }
+
+#[tokio::test]
+async fn a_principal_at_its_concurrency_quota_over_nats_gets_the_typed_retryable_error_reply() {
+    let Some(url) = nats_url("serve_nats") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let domain = format!("t{}.example", id(""));
+    let config = node_config(dir.path(), &url, &domain, "");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[limits.principal_running]\n\"svc:nats\" = 1\n");
+    std::fs::write(&config, text).unwrap();
+    let _server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let client = async_nats::connect(&url).await.unwrap();
+    let subject = format!(
+        "aip.v1.{}.aip.v1.aip_core_v1_action",
+        domain.replace('.', "_")
+    );
+    let sleep = || {
+        envelope(
+            "aip.core.v1.action",
+            json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } } }),
+        )
+    };
+    // The only unfinished action the quota allows ...
+    let (_, held) = request(&client, subject.clone(), &sleep(), false).await;
+    assert_eq!(held["message_type"], "aip.core.v1.ack", "{held}");
+    // ... so the next is refused, typed and retryable, naming the bucket and the quota.
+    let asked = sleep();
+    let (_, refused) = request(&client, subject, &asked, false).await;
+    assert_eq!(refused["in_response_to"], asked["message_id"], "{refused}");
+    let error = &refused["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.limit.quota_exceeded", "{refused}");
+    assert_eq!(error["retryable"], true, "{refused}");
+    assert_eq!(error["details"]["bucket"], "principal", "{refused}");
+    assert_eq!(error["details"]["limit"], 1, "{refused}");
+}
