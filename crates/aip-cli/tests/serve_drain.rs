@@ -455,3 +455,50 @@ data = {{ sensitivity = "internal", contains_pii = false, redaction_required = f
         "the mutation was sent twice"
     );
 }
+
+/// The rest of a streamed response body, until the server ends it (at most 15 s).
+async fn rest_of(response: reqwest::Response) -> String {
+    let text = tokio::time::timeout(Duration::from_secs(15), response.text())
+        .await
+        .expect("the stream outlived the shutdown");
+    text.unwrap_or_default()
+}
+
+#[tokio::test]
+async fn mcp_streams_open_at_the_shutdown_end_with_a_retry_hint_naming_the_drain() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = Server::start(&dir.path().join("data"), None, &[]);
+    // A Streamable HTTP session's standalone stream, and a legacy HTTP+SSE stream.
+    let mut mcp = support::mcp::Mcp::new(&server.base, Some(&server.admin_token));
+    mcp.open("2025-11-25").await;
+    let standalone = mcp
+        .request(reqwest::Method::GET)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(standalone.status(), 200);
+    let legacy = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("http://{}/mcp/legacy/sse", server.base))
+        .bearer_auth(&server.admin_token)
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(legacy.status(), 200);
+    pause(200).await;
+    sigterm(&server);
+    for (what, stream) in [("standalone", standalone), ("legacy", legacy)] {
+        let text = rest_of(stream).await;
+        let tail: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+        assert!(
+            tail.ends_with(&[": aip.runtime.draining", "retry: 1000"])
+                || tail.ends_with(&["retry: 1000", ": aip.runtime.draining"]),
+            "{what}: {text}"
+        );
+    }
+    exited(&mut server, Duration::from_secs(15)).await;
+}

@@ -280,6 +280,28 @@ async fn shutdown_signal() {
 static SHUTDOWN: std::sync::LazyLock<tokio::sync::watch::Sender<bool>> =
     std::sync::LazyLock::new(|| tokio::sync::watch::channel(false).0);
 
+/// Whether the server is shutting down (the drain is over).
+pub fn is_shutting_down() -> bool {
+    *SHUTDOWN.borrow()
+}
+
+/// What an SSE stream sends last when it ends: nothing, or, when the server shuts down, an SSE
+/// `retry` hint (1 s) with a comment naming why, so the client reconnects to the restarted node
+/// or another (spec 20.1).
+pub(crate) fn sse_end<E>() -> impl futures_util::Stream<Item = Result<axum::response::sse::Event, E>>
+{
+    futures_util::StreamExt::filter_map(
+        futures_util::stream::once(async { is_shutting_down() }),
+        |down| async move {
+            down.then(|| {
+                Ok(axum::response::sse::Event::default()
+                    .retry(std::time::Duration::from_millis(1000))
+                    .comment(aip_core::ErrorCode::Draining.as_str()))
+            })
+        },
+    )
+}
+
 /// Resolves once the server is shutting down.
 pub async fn shutting_down() {
     let mut rx = SHUTDOWN.subscribe();

@@ -134,6 +134,9 @@ pub async fn open(
             .data(message.message.to_string());
         Some((Ok::<Event, Infallible>(event), (rx, guard)))
     });
+    // The legacy transport has no cursor to resume from: a stream ended by the shutdown only
+    // tells the client to reconnect (a new session) once the node is back.
+    let rest = futures_util::StreamExt::chain(rest, crate::http::sse_end());
     Sse::new(futures_util::StreamExt::chain(first, rest))
         .keep_alive(KeepAlive::new().interval(heartbeat))
         .into_response()

@@ -791,6 +791,8 @@ pub(super) fn sse_response(
         }
         Some((Ok::<_, std::convert::Infallible>(event), rx))
     });
+    // A stream its producer ended because the server shuts down says so last.
+    let events = futures_util::StreamExt::chain(events, crate::http::sse_end());
     axum::response::sse::Sse::new(events)
         .keep_alive(axum::response::sse::KeepAlive::new().interval(heartbeat))
         .into_response()
