@@ -502,3 +502,39 @@ async fn mcp_streams_open_at_the_shutdown_end_with_a_retry_hint_naming_the_drain
     }
     exited(&mut server, Duration::from_secs(15)).await;
 }
+
+#[tokio::test]
+async fn an_mcp_call_stream_open_at_the_shutdown_ends_with_the_retry_hint_after_its_last_resumable_event()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let env = [("AIP_SHUTDOWN__GRACE_MS", "300")];
+    let mut server = Server::start(&dir.path().join("data"), None, &env);
+    let mut mcp = support::mcp::Mcp::new(&server.base, Some(&server.admin_token));
+    mcp.open("2025-06-18").await;
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "demo_count", "arguments": {"n": 400, "interval_ms": 50}, "_meta": {"progressToken": 1}}});
+    let response = mcp
+        .request(reqwest::Method::POST)
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    pause(300).await;
+    sigterm(&server);
+    let text = rest_of(response).await;
+    let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    assert!(
+        lines.ends_with(&[": aip.runtime.draining", "retry: 1000"])
+            || lines.ends_with(&["retry: 1000", ": aip.runtime.draining"]),
+        "{text}"
+    );
+    // Progress came before it, each with an id to resume from.
+    assert!(
+        lines.iter().any(|l| l.starts_with("id: ")),
+        "no resumable event before the end: {text}"
+    );
+    exited(&mut server, Duration::from_secs(15)).await;
+}

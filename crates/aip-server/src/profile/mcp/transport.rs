@@ -782,7 +782,13 @@ pub(super) fn sse_response(
     heartbeat: std::time::Duration,
 ) -> Response {
     let events = futures_util::stream::unfold(rx, |mut rx| async move {
-        let out = rx.recv().await?;
+        // The server shutting down ends every stream (its call runs on, durably: the client
+        // resumes it with `Last-Event-ID`); what was queued before is sent first.
+        let out = tokio::select! {
+            biased;
+            out = rx.recv() => out?,
+            () = crate::http::shutting_down() => return None,
+        };
         let mut event = axum::response::sse::Event::default()
             .event("message")
             .data(out.message.to_string());
