@@ -35,6 +35,24 @@ async fn result(h: &support::Harness, reader: &aip_runtime::Caller, action_id: &
     reply["body"]["action_result"].clone()
 }
 
+/// Runs `cap:t:data:<sensitivity>` as `owner` on `{ "secret": 42 }`; its action id.
+async fn secret_echo(
+    h: &support::Harness,
+    owner: &aip_runtime::Caller,
+    sensitivity: &str,
+) -> String {
+    let action_id = id("act_");
+    let (code, reply) = h
+        .act(
+            owner,
+            None,
+            json!({ "id": action_id, "capability_id": format!("cap:t:data:{sensitivity}"), "mode": "sync", "input": { "secret": 42 } }),
+        )
+        .await;
+    assert_eq!(code, 200, "{reply}");
+    action_id
+}
+
 #[tokio::test]
 async fn restricted_regulated_and_unknown_outputs_are_withheld_from_other_readers_without_data_sensitive()
  {
@@ -48,15 +66,7 @@ async fn restricted_regulated_and_unknown_outputs_are_withheld_from_other_reader
         ("regulated", true),
         ("unknown", true),
     ] {
-        let action_id = id("act_");
-        let (code, reply) = h
-            .act(
-                &owner,
-                None,
-                json!({ "id": action_id, "capability_id": format!("cap:t:data:{sensitivity}"), "mode": "sync", "input": { "secret": 42 } }),
-            )
-            .await;
-        assert_eq!(code, 200, "{reply}");
+        let action_id = secret_echo(&h, &owner, sensitivity).await;
         for reader in [&owner, &cleared] {
             let view = status(&h, reader, &action_id).await;
             assert_eq!(view["result"]["output"], json!({ "secret": 42 }), "{view}");
@@ -147,15 +157,7 @@ async fn an_output_carried_by_an_event_is_withheld_from_tenant_readers_exactly_a
     let tenant_reader = caller("ops", "t", &["read:tenant"]);
     let cleared = caller("dpo", "t", &["read:tenant", "data:sensitive"]);
     for (sensitivity, withheld) in [("confidential", false), ("restricted", true)] {
-        let action_id = id("act_");
-        let (code, reply) = h
-            .act(
-                &owner,
-                None,
-                json!({ "id": action_id, "capability_id": format!("cap:t:data:{sensitivity}"), "mode": "sync", "input": { "secret": 42 } }),
-            )
-            .await;
-        assert_eq!(code, 200, "{reply}");
+        let action_id = secret_echo(&h, &owner, sensitivity).await;
         // What a delegation follow-up records of a child's late outcome (spec 14.5).
         h.runtime
             .store()

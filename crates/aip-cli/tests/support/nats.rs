@@ -5,7 +5,9 @@ use std::time::Duration;
 use async_nats::HeaderMap;
 use serde_json::{Value, json};
 
-use super::skip_or_fail;
+use std::path::{Path, PathBuf};
+
+use super::{Server, id, skip_or_fail, token_file};
 
 /// `AIP_TEST_NATS_URL`, or `None` after a SKIP notice when it is unset or nothing listens there;
 /// under `CI=true` either fails the test ([`skip_or_fail`]).
@@ -83,4 +85,48 @@ pub async fn request(
 
 pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> &'a str {
     headers.get(name).map(|v| v.as_str()).unwrap_or_default()
+}
+
+/// A node whose NATS messages act as `svc:nats`, allowed to invoke only echo, sleep and count.
+pub fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
+    let config = node_config(dir, url, trust_domain, "");
+    Server::start(&dir.join("data"), Some(&config), &[])
+}
+
+/// The config file of such a node, with `extra` lines in its `[nats]` table.
+pub fn node_config(dir: &Path, url: &str, trust_domain: &str, extra: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let token = token_file(dir, "nats.token", &id("tok"));
+    let config = dir.join("aip.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n{extra}\n\
+             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\", \"invoke:cap:demo:count\"]\n\
+             token_file = \"{}\"\n",
+            token.display()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+/// A node as [`start_node`] makes it, with `nats_extra` lines in its `[nats]` table and `limits`
+/// (TOML tables) appended, under a trust domain of its own; with a client connected to `url` and
+/// the node's subject prefix.
+pub async fn limited_node(
+    dir: &Path,
+    url: &str,
+    nats_extra: &str,
+    limits: &str,
+) -> (Server, async_nats::Client, String) {
+    let domain = format!("t{}.example", id(""));
+    let config = node_config(dir, url, &domain, nats_extra);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(limits);
+    std::fs::write(&config, text).unwrap();
+    let server = Server::start(&dir.join("data"), Some(&config), &[]);
+    let client = async_nats::connect(url).await.unwrap();
+    let prefix = format!("aip.v1.{}.aip.v1", domain.replace('.', "_"));
+    (server, client, prefix)
 }
