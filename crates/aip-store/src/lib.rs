@@ -27,6 +27,7 @@ use std::sync::Arc;
 pub use error::{StoreError, StoreResult};
 pub use model::*;
 pub use postgres::{PostgresOptions, PostgresStore};
+pub use sql::CLAIM_PICKS;
 pub use sqlite::{SqliteOptions, SqliteStore};
 pub use traits::*;
 pub use watch::ChangeWatch;

@@ -114,6 +114,11 @@ pub(crate) const SQLITE: &[Migration] = &[
         name: "unfinished_actions",
         sql: include_str!("../migrations/sqlite/0017_unfinished_actions.sql"),
     },
+    Migration {
+        version: 18,
+        name: "claimable_jobs",
+        sql: include_str!("../migrations/sqlite/0018_claimable_jobs.sql"),
+    },
 ];
 
 /// PostgreSQL migrations, in order.
@@ -192,6 +197,11 @@ pub(crate) const POSTGRES: &[Migration] = &[
         version: 15,
         name: "unfinished_actions",
         sql: include_str!("../migrations/postgres/0015_unfinished_actions.sql"),
+    },
+    Migration {
+        version: 16,
+        name: "claimable_jobs",
+        sql: include_str!("../migrations/postgres/0016_claimable_jobs.sql"),
     },
 ];
 

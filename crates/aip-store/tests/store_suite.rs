@@ -53,6 +53,7 @@ suite!(
     an_expired_lease_is_reclaimable_and_a_released_job_is_claimable_at_once,
     failed_jobs_retry_until_attempts_are_exhausted_then_die,
     unfinished_actions_are_listed_for_recovery,
+    a_claim_among_a_hundred_thousand_finished_jobs_is_planned_on_the_claimable_indexes,
     events_page_through_opaque_reader_scoped_cursors,
     event_lists_never_show_another_readers_events,
     a_waiter_wakes_when_an_event_is_committed,

@@ -319,24 +319,27 @@ impl<D: Dialect> ActionStore for SqlStore<D> {
         admitted_before_ms: i64,
         limit: Limit,
     ) -> StoreResult<Vec<ActionRecord>> {
-        let found = query(
-            "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, a.correlation_id, a.mode, a.state, \
-             a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result \
-             FROM aip_actions a \
-             WHERE a.state NOT IN ('cancelled', 'completed', 'failed', 'expired', 'dead_lettered', 'pending_approval') \
-             AND a.created_at_ms <= $1 \
-             AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.tenant = a.tenant AND j.action_id = a.action_id \
-                AND (j.state = 'ready' OR (j.state = 'leased' AND (j.lease_expires_at_ms > $2 OR j.attempts < j.max_attempts)))) \
-             ORDER BY a.seq LIMIT $3",
-        )
-        .bind(admitted_before_ms)
-        .bind(now_ms)
-        .bind(limit.as_i64())
-        .fetch_all(self.reader())
-        .await?;
+        let found = query(UNFINISHED_SQL)
+            .bind(admitted_before_ms)
+            .bind(now_ms)
+            .bind(limit.as_i64())
+            .fetch_all(self.reader())
+            .await?;
         found.iter().map(action_record).collect()
     }
 }
+
+/// Recovery's listing of unfinished actions no job can finish (`$1` admitted before, `$2` now, `$3`
+/// limit): the unfinished states listed, so the state index serves it and a sweep costs the
+/// unfinished work, not the history.
+pub(super) const UNFINISHED_SQL: &str = "SELECT a.action_id, a.tenant, a.principal, a.session_id, a.capability, a.correlation_id, a.mode, a.state, \
+    a.idempotency_scope, a.idempotency_key, a.input_hash, a.deadline_ms, a.created_at_ms, a.updated_at_ms, a.version, a.request, a.result \
+    FROM aip_actions a \
+    WHERE a.state IN ('accepted', 'queued', 'running', 'streaming', 'cancelling') \
+    AND a.created_at_ms <= $1 \
+    AND NOT EXISTS (SELECT 1 FROM aip_jobs j WHERE j.tenant = a.tenant AND j.action_id = a.action_id \
+       AND (j.state = 'ready' OR (j.state = 'leased' AND (j.lease_expires_at_ms > $2 OR j.attempts < j.max_attempts)))) \
+    ORDER BY a.seq LIMIT $3";
 
 /// A compare-and-set transition (with its fence, result, receipts and events) inside a write:
 /// `transition_action`, and the writes of other aggregates that move an action (an approval's

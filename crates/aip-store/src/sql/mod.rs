@@ -19,6 +19,7 @@ mod event;
 mod evidence;
 mod housekeeping;
 mod job;
+pub use job::CLAIM_PICKS;
 mod page;
 mod receipt;
 mod record;
@@ -224,5 +225,16 @@ mod plan_tests {
         }
         let unfiltered = plan(&store, &super::action::list_actions_sql(false), "t").await;
         assert!(!unfiltered.contains("session_tail"), "{unfiltered}");
+    }
+
+    #[tokio::test]
+    async fn recovery_lists_unfinished_actions_by_their_state_not_by_scanning_the_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::sqlite::SqliteStore::open(dir.path().join("aip.db"))
+            .await
+            .unwrap();
+        let plan = plan(&store, super::action::UNFINISHED_SQL, "1").await;
+        assert!(plan.contains("SEARCH a USING INDEX"), "{plan}");
+        assert!(!plan.contains("SCAN a"), "{plan}");
     }
 }

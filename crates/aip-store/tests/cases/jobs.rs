@@ -602,3 +602,64 @@ pub async fn a_booting_node_supersedes_its_earlier_boots_leases_and_no_one_elses
     s.complete_job(&mine.fence, T0 + 21).await.unwrap();
     s.complete_job(&again.fence, T0 + 21).await.unwrap();
 }
+
+pub async fn a_claim_among_a_hundred_thousand_finished_jobs_is_planned_on_the_claimable_indexes(
+    h: &Harness,
+) {
+    let s = &h.store;
+    let postgres = h.raw_pg_connection().await.is_some();
+    let numbers = if postgres {
+        "FROM generate_series(1, 100000) AS n(i)"
+    } else {
+        "FROM (WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i FROM n) AS n"
+    };
+    let inserted = h
+        .raw_exec(&format!(
+            "INSERT INTO aip_jobs (job_id, queue, action_id, tenant, state, available_at_ms, attempts, max_attempts, \
+             fence, created_at_ms, updated_at_ms, payload) \
+             SELECT 'done-' || CAST(i AS TEXT), 'actions', NULL, 't1', CASE WHEN i % 10 = 0 THEN 'dead' ELSE 'done' END, \
+             {T0}, 1, 3, 1, {T0}, {T0}, '{{}}' {numbers}"
+        ))
+        .await
+        .unwrap();
+    assert_eq!(inserted, 100_000);
+    let mut lapsed = job("lapsed", None, 3);
+    lapsed.available_at_ms = T0 + 5;
+    s.enqueue(lapsed).await.unwrap();
+    let first = s
+        .claim("actions", &WorkerId::fresh(), T0 + 5, 10)
+        .await
+        .unwrap();
+    assert_eq!(first.unwrap().fence.job_id, "lapsed");
+    s.enqueue(job("ready", None, 3)).await.unwrap();
+    h.raw_exec("ANALYZE").await.unwrap();
+
+    for (pick, index) in CLAIM_PICKS
+        .iter()
+        .zip(["aip_jobs_expiring", "aip_jobs_claimable"])
+    {
+        let sql = pick
+            .replace("$3", &(T0 + 1_000).to_string())
+            .replace("$4", "'actions'");
+        let plan = h.raw_plan(&sql).await;
+        assert!(plan.contains(index), "{index} not in the plan:\n{plan}");
+        assert!(
+            !plan.contains("Seq Scan") && !plan.contains("SCAN aip_jobs"),
+            "{plan}"
+        );
+    }
+    // The lapsed lease is taken back first, then the job that fell due; none of the finished ones.
+    let w = WorkerId::fresh();
+    let order: Vec<_> = [
+        s.claim("actions", &w, T0 + 1_000, 10).await.unwrap(),
+        s.claim("actions", &w, T0 + 1_000, 10).await.unwrap(),
+        s.claim("actions", &w, T0 + 1_000, 10).await.unwrap(),
+    ]
+    .into_iter()
+    .map(|l| l.map(|l| (l.fence.job_id, l.fence.token)))
+    .collect();
+    assert_eq!(
+        order,
+        [Some(("lapsed".into(), 2)), Some(("ready".into(), 1)), None]
+    );
+}

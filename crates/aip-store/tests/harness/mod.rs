@@ -105,12 +105,7 @@ impl Harness {
         let sql = AssertSqlSafe(sql.to_owned());
         match &self.location {
             Location::Sqlite { dir } => {
-                let mut c = sqlx::SqliteConnection::connect(&format!(
-                    "sqlite://{}",
-                    dir.join("aip.db").display()
-                ))
-                .await
-                .unwrap();
+                let mut c = sqlite_connection(dir).await;
                 sqlx::query(sql)
                     .execute(&mut c)
                     .await
@@ -136,17 +131,33 @@ impl Harness {
         }
     }
 
+    /// The backend's plan of raw `sql` as text (SQLite's `EXPLAIN QUERY PLAN` details, PostgreSQL's
+    /// `EXPLAIN` lines).
+    pub async fn raw_plan(&self, sql: &str) -> String {
+        match &self.location {
+            Location::Sqlite { dir } => {
+                let mut c = sqlite_connection(dir).await;
+                sqlx::query(AssertSqlSafe(format!("EXPLAIN QUERY PLAN {sql}")))
+                    .fetch_all(&mut c)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get::<String, _>("detail"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            Location::Postgres { .. } => {
+                self.raw_strings(&format!("EXPLAIN {sql}")).await.join("\n")
+            }
+        }
+    }
+
     /// Runs a raw query returning one text column.
     pub async fn raw_strings(&self, sql: &str) -> Vec<String> {
         let sql = AssertSqlSafe(sql.to_owned());
         match &self.location {
             Location::Sqlite { dir } => {
-                let mut c = sqlx::SqliteConnection::connect(&format!(
-                    "sqlite://{}",
-                    dir.join("aip.db").display()
-                ))
-                .await
-                .unwrap();
+                let mut c = sqlite_connection(dir).await;
                 sqlx::query(sql)
                     .fetch_all(&mut c)
                     .await
@@ -217,6 +228,13 @@ async fn open(location: &Location) -> StoreResult<Arc<dyn Store>> {
         Location::Sqlite { dir } => Ok(Arc::new(SqliteStore::open(dir.join("aip.db")).await?)),
         Location::Postgres { url, .. } => Ok(Arc::new(PostgresStore::connect(url).await?)),
     }
+}
+
+/// A raw connection to the SQLite test store in `dir`.
+async fn sqlite_connection(dir: &std::path::Path) -> sqlx::SqliteConnection {
+    sqlx::SqliteConnection::connect(&format!("sqlite://{}", dir.join("aip.db").display()))
+        .await
+        .unwrap()
 }
 
 /// Replaces the database name of a `postgres://` URL.
