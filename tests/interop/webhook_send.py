@@ -6,7 +6,8 @@ it the way a forger or a broken sender would, POSTs it and reports what the serv
 Reads a JSON list of cases on stdin, each:
   {"name", "url", "secret", "id", "body" (text), "ts_offset" (seconds, default 0),
    "tamper": null | "flip" | "reserialize" | "drop:<header>" | "rotate" | "ts:<value>"}
-Prints one JSON list of {"name", "status", "body"} (body parsed as JSON when it is).
+Prints one JSON list of {"name", "status", "body", "retry_after"} (body parsed as JSON when it is;
+retry_after is the Retry-After header or null).
 Exit 0 when every case got an HTTP answer, 2 when a connection failed.
 """
 
@@ -52,14 +53,14 @@ def send(case):
     request = urllib.request.Request(case["url"], data=raw, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            status, text = response.status, response.read()
+            status, text, retry_after = response.status, response.read(), response.headers.get("Retry-After")
     except urllib.error.HTTPError as error:
-        status, text = error.code, error.read()
+        status, text, retry_after = error.code, error.read(), error.headers.get("Retry-After")
     try:
         parsed = json.loads(text)
     except ValueError:
         parsed = text.decode("utf-8", "replace")
-    return {"name": case["name"], "status": status, "body": parsed}
+    return {"name": case["name"], "status": status, "body": parsed, "retry_after": retry_after}
 
 
 def main():

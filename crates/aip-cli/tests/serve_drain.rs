@@ -2,7 +2,8 @@
 //! retryable `aip.runtime.draining` (503, `Retry-After`) while reads are served and `/ready` says
 //! `draining`; running handlers finish and commit within `shutdown.grace_ms`, and work still
 //! running when the grace is over is interrupted and its lease released, so the restarted node or
-//! another node on the same PostgreSQL database claims it at once. The PostgreSQL case needs
+//! another node on the same PostgreSQL database claims it at once; an MCP call whose stream the
+//! shutdown cut resumes on the restarted node. The PostgreSQL case needs
 //! `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a failure under `CI=true`).
 #![allow(clippy::unwrap_used)]
 
@@ -513,14 +514,7 @@ async fn an_mcp_call_stream_open_at_the_shutdown_ends_with_the_retry_hint_after_
     mcp.open("2025-06-18").await;
     let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "demo_count", "arguments": {"n": 400, "interval_ms": 50}, "_meta": {"progressToken": 1}}});
-    let response = mcp
-        .request(reqwest::Method::POST)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(call.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = mcp.post_streaming(call.to_string()).await;
     assert_eq!(response.status(), 200);
     pause(300).await;
     sigterm(&server);
@@ -537,4 +531,52 @@ async fn an_mcp_call_stream_open_at_the_shutdown_ends_with_the_retry_hint_after_
         "no resumable event before the end: {text}"
     );
     exited(&mut server, Duration::from_secs(15)).await;
+}
+
+#[tokio::test]
+async fn an_mcp_call_cut_by_the_shutdown_resumes_on_the_restarted_node_from_its_last_event_with_every_step_once()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env = [("AIP_SHUTDOWN__GRACE_MS", "300")];
+    let mut server = Server::start(&data, None, &env);
+    let mut mcp = support::mcp::Mcp::new(&server.base, Some(&server.admin_token));
+    mcp.open("2025-06-18").await;
+    let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "demo_count", "arguments": {"n": 40, "interval_ms": 50}, "_meta": {"progressToken": 9}}});
+    let response = mcp.post_streaming(call.to_string()).await;
+    assert_eq!(response.status(), 200);
+    pause(300).await;
+    sigterm(&server);
+    // What the client saw before the node went away: progress, each with an id, and no response.
+    let before = support::SseReader::new(response).rest().await;
+    let last = before.last().expect("progress before the shutdown");
+    assert!(
+        before.iter().all(|e| e.data.get("id").is_none()),
+        "{:?}",
+        last.data
+    );
+    let step = |e: &support::SseEvent| e.data["params"]["progress"].as_u64();
+    let seen = step(last).unwrap();
+    exited(&mut server, Duration::from_secs(15)).await;
+
+    // The restarted node serves the same session: the client resumes with its last event id.
+    let server = Server::start(&data, None, &env);
+    mcp.url = format!("http://{}/mcp", server.base);
+    let resumed = mcp.resume(&last.id).await;
+    assert_eq!(resumed.status(), 200);
+    let after = support::SseReader::new(resumed).rest().await;
+    let (response, progress) = after.split_last().expect("the call's response");
+    assert_eq!(response.data["id"], 3, "{:?}", response.data);
+    assert_eq!(
+        response.data["result"]["structuredContent"],
+        json!({"count": 40})
+    );
+    // Every step after the last one seen, once each and in order.
+    let steps: Vec<u64> = progress.iter().filter_map(step).collect();
+    assert!(
+        steps.first().is_some_and(|s| *s > seen),
+        "{seen} then {steps:?}"
+    );
+    assert!(steps.windows(2).all(|w| w[0] < w[1]), "{steps:?}");
 }

@@ -658,28 +658,14 @@ async fn a_call_asking_for_progress_is_answered_as_a_stream_of_progress_then_its
     // A reader that goes away stops the notifications, not the action.
     let long = json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
         "name": "demo_count", "arguments": {"n": 20, "interval_ms": 50}, "_meta": {"progressToken": 7}}});
-    let response = mcp
-        .request(reqwest::Method::POST)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .body(long.to_string())
-        .send()
-        .await
-        .unwrap();
+    let response = mcp.post_streaming(long.to_string()).await;
     let mut reader = support::SseReader::new(response);
     let first = reader.next().await.unwrap();
     assert_eq!(first.data["params"]["progressToken"], 7);
     assert!(!first.id.is_empty(), "progress events carry resumable ids");
     drop(reader);
     // Resumed with Last-Event-ID: the progress not seen yet, then the response, once.
-    let resume = |client: &Mcp, last: &str| {
-        client
-            .request(reqwest::Method::GET)
-            .header("accept", "text/event-stream")
-            .header("last-event-id", last)
-            .send()
-    };
-    let resumed = resume(&mcp, &first.id).await.unwrap();
+    let resumed = mcp.resume(&first.id).await;
     assert_eq!(resumed.status(), 200);
     let events = support::SseReader::new(resumed).rest().await;
     let (last, progress) = events.split_last().unwrap();
@@ -698,18 +684,15 @@ async fn a_call_asking_for_progress_is_answered_as_a_stream_of_progress_then_its
     // The event id resumes nothing for another session or principal, and a forged one is refused.
     let mut other = Mcp::new(&server.base, Some(ALICE));
     other.open("2025-06-18").await;
-    assert_eq!(resume(&other, &first.id).await.unwrap().status(), 404);
+    assert_eq!(other.resume(&first.id).await.status(), 404);
     let mut bob = Mcp::new(&server.base, Some(BOB));
     bob.open("2025-06-18").await;
-    assert_eq!(resume(&bob, &first.id).await.unwrap().status(), 404);
-    assert_eq!(
-        resume(&mcp, "act_x~e30~forged").await.unwrap().status(),
-        400
-    );
-    assert_eq!(resume(&mcp, "garbage").await.unwrap().status(), 400);
+    assert_eq!(bob.resume(&first.id).await.status(), 404);
+    assert_eq!(mcp.resume("act_x~e30~forged").await.status(), 400);
+    assert_eq!(mcp.resume("garbage").await.status(), 400);
     let (stem, _) = first.id.rsplit_once('~').unwrap();
     let forged_cursor = format!("{stem}~AAAA");
-    assert_eq!(resume(&mcp, &forged_cursor).await.unwrap().status(), 400);
+    assert_eq!(mcp.resume(&forged_cursor).await.status(), 400);
     let (_, list) = server
         .client(ALICE)
         .get("/aip/v1/actions?capability_id=cap:demo:count")

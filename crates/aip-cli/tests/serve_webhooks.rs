@@ -3,8 +3,8 @@
 //! `tests/interop/webhook_send.py`) are admitted once as actions of the subscription's principal;
 //! every forged, stale, unbound or oversized delivery is refused with nothing created; a replay is a
 //! duplicate also after a restart; an acknowledged delivery survives kill -9; a storage failure is a
-//! 5xx the sender can retry, and a subscription past its principal's rate is a 429 the sender
-//! retries. Without the interop venv this prints a notice and skips; under
+//! 5xx the sender can retry, and a subscription past its principal's rate or concurrency quota is
+//! a 429 the sender retries. Without the interop venv this prints a notice and skips; under
 //! `CI=true` it fails.
 #![allow(clippy::unwrap_used)]
 
@@ -468,6 +468,8 @@ async fn a_subscription_past_its_principals_rate_is_answered_429_typed_and_its_s
         .unwrap_or_else(|| panic!("no delivery was rate limited: {results:?}"));
     let error = &refused["body"]["error"];
     assert_eq!(error["code"], "aip.limit.rate_limited", "{refused}");
+    assert_eq!(error["retryable"], true, "{refused}");
+    assert_eq!(refused["retry_after"], "1", "{refused}");
     // Nothing was admitted for it; the sender's retry after the refill is.
     let refused_name = refused["name"].as_str().unwrap();
     let retry = deliveries
@@ -483,4 +485,48 @@ async fn a_subscription_past_its_principals_rate_is_answered_429_typed_and_its_s
         actions(&server, Some("svc:webhook:orders")).await.len(),
         before + 1
     );
+}
+
+#[tokio::test]
+async fn a_subscription_at_its_principals_concurrency_quota_is_answered_429_typed_until_its_action_finishes()
+ {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    // Spec 22.8: the subscription's principal may have one unfinished action at a time.
+    text.push_str(&format!(
+        "\n[[webhooks]]\nid = \"naps\"\nsecrets = [\"{BOOKINGS_SECRET}\"]\ninput = \"data\"\n\
+         events = {{ \"nap\" = \"cap:demo:sleep\" }}\n\n\
+         [limits.principal_running]\n\"svc:webhook:naps\" = 1\n"
+    ));
+    std::fs::write(&config, text).unwrap();
+    let server = Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let nap = |name: &str| {
+        case(
+            &server,
+            name,
+            "naps",
+            BOOKINGS_SECRET,
+            &support::id("msg_"),
+            &json!({ "type": "nap", "data": { "ms": 1500 } }),
+        )
+    };
+    let (first, second) = (nap("first"), nap("second"));
+    let results = send(&python, &[first, second.clone()]);
+    assert_eq!(results[0]["status"], 202, "{}", results[0]);
+    assert_eq!(results[1]["status"], 429, "{}", results[1]);
+    let error = &results[1]["body"]["error"];
+    assert_eq!(error["code"], "aip.limit.quota_exceeded", "{}", results[1]);
+    assert_eq!(error["retryable"], true, "{}", results[1]);
+    assert_eq!(error["details"]["limit"], 1, "{}", results[1]);
+    assert_eq!(results[1]["retry_after"], "1", "{}", results[1]);
+    // Nothing was admitted for the refused delivery; once the first nap ends, its retry is.
+    let held = actions(&server, Some("svc:webhook:naps")).await;
+    assert_eq!(held.len(), 1, "{held:?}");
+    let first_id = held[0]["action_id"].as_str().unwrap().to_owned();
+    server.client(OPS).wait_terminal(&first_id).await;
+    let results = send(&python, &[with(second, "name", json!("retried"))]);
+    assert_eq!(results[0]["status"], 202, "{}", results[0]);
+    assert_eq!(actions(&server, Some("svc:webhook:naps")).await.len(), 2);
 }

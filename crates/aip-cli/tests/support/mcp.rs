@@ -93,15 +93,28 @@ impl Mcp {
 
     /// POST a raw body with the standard Accept and Content-Type.
     pub async fn post_raw(&self, body: String) -> Answer {
-        let r = self
-            .request(reqwest::Method::POST)
+        answer(self.post_streaming(body).await).await
+    }
+
+    /// POST a raw body as [`Mcp::post_raw`] does; the response unread, to follow an SSE answer.
+    pub async fn post_streaming(&self, body: String) -> reqwest::Response {
+        self.request(reqwest::Method::POST)
             .header("accept", "application/json, text/event-stream")
             .header("content-type", "application/json")
             .body(body)
             .send()
             .await
-            .unwrap();
-        answer(r).await
+            .unwrap()
+    }
+
+    /// `GET` with `Last-Event-ID: last`: the rest of a call's response stream, unread.
+    pub async fn resume(&self, last: &str) -> reqwest::Response {
+        self.request(reqwest::Method::GET)
+            .header("accept", "text/event-stream")
+            .header("last-event-id", last)
+            .send()
+            .await
+            .unwrap()
     }
 
     /// A JSON-RPC request; returns the HTTP answer.

@@ -600,9 +600,7 @@ fn refusal(error: WebhookError) -> ApiError {
 /// A runtime refusal with its binding status: a conflicting re-use of a delivery id is 409, a
 /// storage failure 503 (the sender retries).
 fn runtime_error(error: RuntimeError) -> ApiError {
-    let error = error.to_protocol_error();
-    let code = ErrorCode::parse(&error.code).unwrap_or(ErrorCode::Internal);
-    ApiError::new(code, error.message)
+    ApiError::from_protocol(error.to_protocol_error())
 }
 
 #[cfg(test)]
