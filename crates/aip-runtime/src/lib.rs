@@ -39,6 +39,7 @@ mod worker;
 
 pub use action::{ACTION_QUEUE, Submitted};
 pub use admission::ActionRequest;
+pub use admission::admitted::admitted_action;
 pub use admission::policy::{PolicyDecision, PolicyGate, PolicySubject, ScopePolicy};
 pub use caller::Caller;
 pub use dispatch::{Accept, SERVED};

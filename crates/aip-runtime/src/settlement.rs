@@ -15,6 +15,7 @@ use aip_store::{Limit, NewSettlement, StoreError};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::admission::admitted::AdmittedRequest;
 use crate::caller::{Caller, SCOPE_ALL};
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -135,13 +136,9 @@ impl Runtime {
             let Some(price) = prices.get(&action.capability) else {
                 continue;
             };
-            let account = match action.request.pointer("/caller/external_account") {
-                Some(a) if !a.is_null() => format!(
-                    "{}:{}",
-                    a.get("system").and_then(Value::as_str).unwrap_or(""),
-                    a.get("id").and_then(Value::as_str).unwrap_or("")
-                ),
-                _ => format!("principal:{}", action.principal),
+            let account = match AdmittedRequest::of(action)?.caller.external_account {
+                Some(a) => format!("{}:{}", a.system, a.id),
+                None => format!("principal:{}", action.principal),
             };
             let receipts = self
                 .store()

@@ -7,13 +7,14 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aip_core::{ActionResult, ErrorCode, PrincipalKind, ReceiptType};
+use aip_core::{ActionResult, ErrorCode, ReceiptType};
 use aip_store::{ActionRecord, ActionState, Fence, StoreError, Transition};
 use futures_util::FutureExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::action::result::{self, status_str};
+use crate::admission::admitted::AdmittedRequest;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::events::action_event;
@@ -35,18 +36,15 @@ impl Runtime {
         // Counted from the handler's start to its commit: a drain waits for both.
         let _run = self.count_run();
         let token = CancellationToken::new();
-        let slot = crate::transaction::slot_of(record)?;
-        let mut ctx = trusted_context(record, token.clone())?;
+        let admitted = AdmittedRequest::of(record)?;
+        let slot = admitted.slot(record)?;
+        let mut ctx = trusted_context(record, &admitted, token.clone())?;
         ctx.fence = fence.cloned();
         ctx.transaction = slot.as_ref().map(crate::transaction::Slot::context);
         if ctx.mode == Mode::Streaming {
             ctx.chunks = ChunkSink::streaming(Arc::clone(self.store()), record, fence.cloned());
         }
-        let input = record
-            .request
-            .pointer("/action/input")
-            .cloned()
-            .ok_or_else(|| corrupt(record, "the stored request has no action input"))?;
+        let input = admitted.action.input;
         let running_key = (record.tenant.clone(), record.action_id.clone());
         let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
         self.running().insert(
@@ -276,31 +274,9 @@ fn corrupt(record: &ActionRecord, what: &str) -> RuntimeError {
 /// request's claims). Anything stored that does not decode is corruption, not a default.
 pub(crate) fn trusted_context(
     record: &ActionRecord,
+    admitted: &AdmittedRequest,
     cancellation: CancellationToken,
 ) -> Result<TrustedContext, RuntimeError> {
-    let req = &record.request;
-    let text = |pointer: &str| -> Result<String, RuntimeError> {
-        req.pointer(pointer)
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or_else(|| corrupt(record, &format!("the stored request has no {pointer}")))
-    };
-    let decode = |pointer: &str| -> Result<Value, RuntimeError> {
-        req.pointer(pointer)
-            .cloned()
-            .ok_or_else(|| corrupt(record, &format!("the stored request has no {pointer}")))
-    };
-    let principal_kind: PrincipalKind = serde_json::from_value(decode("/caller/kind")?)
-        .map_err(|e| corrupt(record, &format!("caller kind: {e}")))?;
-    let scopes = serde_json::from_value(decode("/caller/scopes")?)
-        .map_err(|e| corrupt(record, &format!("caller scopes: {e}")))?;
-    let external_account = match req.pointer("/caller/external_account") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(
-            serde_json::from_value(v.clone())
-                .map_err(|e| corrupt(record, &format!("external account: {e}")))?,
-        ),
-    };
     let mode = Mode::parse(&record.mode)
         .ok_or_else(|| corrupt(record, &format!("mode {:?}", record.mode)))?;
     let deadline_ms = record
@@ -312,25 +288,18 @@ pub(crate) fn trusted_context(
         capability_id: record.capability.clone(),
         mode,
         principal_id: record.principal.clone(),
-        principal_kind,
-        issuer: text("/caller/issuer")?,
+        principal_kind: admitted.caller.kind,
+        issuer: admitted.caller.issuer.clone(),
         tenant: record.tenant.clone(),
-        scopes,
-        external_account,
-        idempotency_key: req
-            .get("idempotency_key")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        scopes: admitted.caller.scopes.clone(),
+        external_account: admitted.caller.external_account.clone(),
+        idempotency_key: admitted.idempotency_key.clone(),
         session_id: record.session_id.clone(),
         correlation_id: record.correlation_id.clone(),
-        trace: req.get("trace").filter(|t| !t.is_null()).cloned(),
+        trace: admitted.trace.clone().filter(|t| !t.is_null()),
         deadline_unix_ms: u64::try_from(deadline_ms).unwrap_or(0),
         admitted_unix_ms: u64::try_from(record.created_at_ms).unwrap_or(0),
-        delegation_chain: match req.pointer("/action/delegation_chain") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(v) => serde_json::from_value(v.clone())
-                .map_err(|e| corrupt(record, &format!("delegation chain: {e}")))?,
-        },
+        delegation_chain: admitted.action.delegation_chain.clone(),
         deadline: Instant::now() + Duration::from_millis(remaining),
         cancellation,
         chunks: ChunkSink::default(),

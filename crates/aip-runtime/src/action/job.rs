@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::action::ACTION_QUEUE;
 use crate::action::result;
+use crate::admission::admitted::AdmittedRequest;
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
@@ -219,7 +220,8 @@ impl Runtime {
         &self,
         record: &ActionRecord,
     ) -> Result<Option<(ErrorCode, &'static str)>, RuntimeError> {
-        let Some(approval_id) = record.request.get("approval_id").and_then(|v| v.as_str()) else {
+        let admitted = AdmittedRequest::of(record)?;
+        let Some(approval_id) = admitted.approval_id.as_deref() else {
             return Ok(None);
         };
         let Some(approval) = self
@@ -302,19 +304,13 @@ impl Runtime {
                 "the requester no longer holds a scope to invoke this capability",
             )));
         }
-        let action: aip_core::Action = record
-            .request
-            .get("action")
-            .cloned()
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(|_| corrupt("stored action"))?
-            .ok_or_else(|| corrupt("no stored action"))?;
+        let admitted = AdmittedRequest::of(record)?;
+        let action = &admitted.action;
         let mode = crate::handler::Mode::parse(&record.mode).ok_or_else(|| corrupt("mode"))?;
         let subject = crate::admission::policy::PolicySubject {
             caller: &requester,
             capability: &capability,
-            action: &action,
+            action,
             mode,
         };
         let changed = Some((
@@ -339,8 +335,8 @@ impl Runtime {
             (&policy, &excluded_roles),
             &record.capability,
             input_hash,
-            &crate::approval::requester_of(record)?,
-            record.request.get("transaction").unwrap_or(&json!(null)),
+            &admitted.requester(record),
+            admitted.transaction.as_ref().unwrap_or(&json!(null)),
         );
         if now_hash != approval.policy_hash {
             return Ok(changed);
@@ -391,21 +387,7 @@ impl Runtime {
                 .filter(|c| c.tenant == record.tenant)
                 .cloned());
         }
-        let mut requester = crate::approval::requester_of(record)?;
-        requester.scopes = record
-            .request
-            .pointer("/caller/scopes")
-            .cloned()
-            .map(serde_json::from_value)
-            .transpose()
-            .map_err(|_| {
-                RuntimeError::Storage(StoreError::Corrupt(format!(
-                    "action {}: stored scopes",
-                    record.action_id
-                )))
-            })?
-            .unwrap_or_default();
-        Ok(Some(requester))
+        Ok(Some(AdmittedRequest::of(record)?.owner(record)))
     }
 
     /// Settles an action no job can finish any more (its job is out of attempts or gone): an

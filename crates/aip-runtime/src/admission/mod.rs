@@ -15,6 +15,7 @@
 //! The entry takes an `ActionRequest`, not an envelope, so profiles (MCP, A2A) admit through the
 //! same steps. Every step fails closed with a typed error and writes nothing.
 
+pub(crate) mod admitted;
 pub(crate) mod contract;
 pub(crate) mod idempotency;
 pub(crate) mod identity;

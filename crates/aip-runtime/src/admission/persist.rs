@@ -12,6 +12,7 @@ use aip_store::{
 use serde_json::{Value, json};
 
 use crate::action::ACTION_QUEUE;
+use crate::admission::admitted::{AdmittedRequest, DelegationLink};
 use crate::admission::contract::Contract;
 use crate::admission::policy::PolicyDecision;
 use crate::admission::{ActionRequest, Admission, Admitted, Existing};
@@ -22,6 +23,7 @@ use crate::handler::Mode;
 use crate::receipts::ChainWriter;
 use crate::registry::AdmittedCapability;
 use crate::runtime::Runtime;
+use serde::Deserialize as _;
 
 /// What steps 3-8 settled.
 pub(crate) struct Decided {
@@ -207,23 +209,23 @@ pub(crate) async fn admit(
             )
         }
     };
-    let mut stored_request = json!({
-        "action": action,
-        "message_id": request.message_id,
-        "trace": request.trace,
-        "caller": { "id": caller.id, "kind": caller.kind, "issuer": caller.issuer, "scopes": caller.scopes, "external_account": caller.external_account },
-        "idempotency_key": request.key(),
-    });
-    if let Some(approval) = &gate {
-        stored_request["approval_id"] = json!(approval.approval_id);
-    }
-    if !slot.is_null() {
-        stored_request["transaction"] = slot;
-    }
+    let mut admitted = AdmittedRequest::new(
+        action.clone(),
+        request.message_id.clone(),
+        request.trace.clone(),
+        caller,
+        request.key().map(str::to_owned),
+    );
+    admitted.approval_id = gate.as_ref().map(|a| a.approval_id.clone());
+    admitted.transaction = (!slot.is_null()).then_some(slot);
     // The delegation graph (spec 14.5): a child records its parent; a parent whose capability a
     // peer serves records the child it will make (its ids follow from the parent's).
     if let Some(delegation) = &request.delegation {
-        stored_request["delegation"] = delegation.clone();
+        // Set only by the runtime's own delegation path, always with its id.
+        admitted.delegation = Some(
+            DelegationLink::deserialize(delegation)
+                .map_err(|_| RuntimeError::Internal("a delegation link that does not decode"))?,
+        );
     } else if let Some(peer) = capability.handler.delegation_peer() {
         let (delegation_id, child_action_id) =
             crate::delegation::ids_of(&caller.tenant, &action_id);
@@ -231,14 +233,20 @@ pub(crate) async fn admit(
         let identity = capability.handler.delegation_identity();
         let mut made = json!({ "delegation_id": delegation_id, "parent_action_id": action_id,
                                "child_action_id": child_action_id, "peer": peer });
-        let mut delegation = json!({ "delegation_id": delegation_id,
-            "child_action_id": child_action_id, "peer": peer, "role": "parent" });
+        let mut rest = serde_json::Map::new();
+        rest.insert("role".into(), json!("parent"));
         if let Some(identity) = identity {
             made["peer_identity"] = identity.clone();
-            delegation["peer_identity"] = identity;
+            rest.insert("peer_identity".into(), identity);
         }
         chain.push(ReceiptType::DelegationMade, agent, made, now);
-        stored_request["delegation"] = delegation;
+        admitted.delegation = Some(DelegationLink {
+            delegation_id,
+            parent_action_id: None,
+            child_action_id: Some(child_action_id),
+            peer: Some(peer.to_owned()),
+            rest,
+        });
         // Durable from the first moment: if the parent ends with its child's outcome unknown, this
         // timer follows the child up (spec 14.5).
         timers.push(crate::delegation::follow::timer(
@@ -279,7 +287,7 @@ pub(crate) async fn admit(
             input_hash: Some(input_hash),
             deadline_ms: Some(contract.deadline_ms),
             created_at_ms: now,
-            request: stored_request,
+            request: admitted.to_value()?,
         },
         idempotency,
         receipts: chain.take(),
@@ -402,10 +410,10 @@ fn request_hash(request: &ActionRequest) -> String {
 /// The request hash of a stored action, from the members its stored request holds. Computed only
 /// when an id or key is already taken, so admission itself pays nothing for re-send detection.
 fn stored_request_hash(record: &ActionRecord) -> Option<String> {
-    let action = record.request.get("action")?;
+    let admitted = AdmittedRequest::of(record).ok()?;
     Some(canonical_hash(&json!({
-        "action": action,
-        "idempotency_key": record.request.get("idempotency_key").filter(|k| !k.is_null()),
+        "action": admitted.action,
+        "idempotency_key": admitted.idempotency_key,
         "session_id": record.session_id,
     })))
 }

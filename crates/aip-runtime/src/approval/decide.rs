@@ -173,11 +173,8 @@ impl Runtime {
         {
             return Err(ApprovalError::PolicyHashMismatch.into());
         }
-        let input = action
-            .request
-            .pointer("/action/input")
-            .ok_or_else(|| corrupt(format!("action {} has no input", action.action_id)))?;
-        check_constraints(decision, input)?;
+        let admitted = crate::admission::admitted::AdmittedRequest::of(&action)?;
+        check_constraints(decision, &admitted.action.input)?;
         check_evidence(policy, decision)?;
         let body = decision_body(decision, decision_id, &keys)?;
         let new_decision = NewDecision {
@@ -507,16 +504,13 @@ impl Runtime {
         &self,
         action: &ActionRecord,
     ) -> Result<(), RuntimeError> {
-        let approval_id = action
-            .request
-            .get("approval_id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| {
-                corrupt(format!(
-                    "action {} waits without an approval",
-                    action.action_id
-                ))
-            })?;
+        let admitted = crate::admission::admitted::AdmittedRequest::of(action)?;
+        let approval_id = admitted.approval_id.as_deref().ok_or_else(|| {
+            corrupt(format!(
+                "action {} waits without an approval",
+                action.action_id
+            ))
+        })?;
         let record = self
             .store()
             .get_approval(&action.tenant, approval_id)

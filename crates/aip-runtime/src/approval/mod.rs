@@ -21,6 +21,7 @@ use aip_core::{
 use aip_store::{ActionRecord, ApprovalRecord, NewApproval, StoreError};
 use serde_json::{Value, json};
 
+use crate::admission::admitted::AdmittedRequest;
 use crate::caller::Caller;
 use crate::error::RuntimeError;
 use crate::events::bare_principal;
@@ -467,31 +468,6 @@ pub(crate) fn stored_request(record: &ApprovalRecord) -> Result<Snapshot, Runtim
     })
 }
 
-/// The requester of a stored action as the policy hash saw it (tenant, principal, kind, external
-/// account), from the action's stored admission.
-pub(crate) fn requester_of(action: &ActionRecord) -> Result<Caller, RuntimeError> {
-    let corrupt = |what: &str| {
-        RuntimeError::Storage(StoreError::Corrupt(format!(
-            "action {}: {what}",
-            action.action_id
-        )))
-    };
-    let kind = action
-        .request
-        .pointer("/caller/kind")
-        .cloned()
-        .ok_or_else(|| corrupt("no caller kind"))?;
-    let mut caller = Caller::owner(&action.tenant, &action.principal);
-    caller.kind = serde_json::from_value(kind).map_err(|_| corrupt("caller kind"))?;
-    caller.external_account = match action.request.pointer("/caller/external_account") {
-        None | Some(Value::Null) => None,
-        Some(v) => {
-            Some(serde_json::from_value(v.clone()).map_err(|_| corrupt("external account"))?)
-        }
-    };
-    Ok(caller)
-}
-
 /// Whether the stored approval still governs exactly the stored action: its policy hash recomputed
 /// from its snapshot and the action's canonical input hash and identity (spec 12.3, 12.5).
 pub(crate) fn governs(
@@ -499,18 +475,17 @@ pub(crate) fn governs(
     snapshot: &Snapshot,
     action: &ActionRecord,
 ) -> Result<bool, RuntimeError> {
-    let (Some(stored_hash), Some(input)) = (
-        action.input_hash.as_deref(),
-        action.request.pointer("/action/input"),
-    ) else {
+    let Some(stored_hash) = action.input_hash.as_deref() else {
         return Ok(false);
     };
+    let admitted = AdmittedRequest::of(action)?;
+    let input = &admitted.action.input;
     // The input hash is recomputed from the stored input, not trusted from its column.
     let input_hash = aip_core::canonical::canonical_hash(&json!({
         "capability_id": action.capability,
         "input": input,
     }));
-    let requester = requester_of(action)?;
+    let requester = admitted.requester(action);
     Ok(action.action_id == record.action_id
         && action.capability == record.capability
         && input_hash == stored_hash
@@ -519,7 +494,7 @@ pub(crate) fn governs(
             &action.capability,
             &input_hash,
             &requester,
-            action.request.get("transaction").unwrap_or(&Value::Null),
+            admitted.transaction.as_ref().unwrap_or(&Value::Null),
         ) == record.policy_hash)
 }
 

@@ -201,13 +201,9 @@ impl Runtime {
                 action_id: request.action_id.clone(),
                 capability_id: request.capability_id.clone(),
                 input_hash: action.input_hash.clone().unwrap_or_default(),
-                input: action
-                    .request
-                    .pointer("/action/input")
-                    .cloned()
-                    .ok_or_else(|| {
-                        views::corrupt(format!("action {} has no input", action.action_id))
-                    })?,
+                input: crate::admission::admitted::AdmittedRequest::of(&action)?
+                    .action
+                    .input,
                 transaction: None,
                 identity: None,
             })

@@ -92,12 +92,10 @@ impl Runtime {
             // A verified outcome (or a capability no longer served): nothing to follow.
             return Ok(store.complete_job(&lease.fence, now).await?);
         };
-        let ctx = crate::action::execute::trusted_context(&parent, CancellationToken::new())?;
-        let input = parent
-            .request
-            .pointer("/action/input")
-            .cloned()
-            .unwrap_or(Value::Null);
+        let admitted = crate::admission::admitted::AdmittedRequest::of(&parent)?;
+        let ctx =
+            crate::action::execute::trusted_context(&parent, &admitted, CancellationToken::new())?;
+        let input = admitted.action.input;
         match capability.handler.follow_child(&ctx, &input).await {
             Ok(Reconciliation::Committed { output }) => {
                 self.record_child_outcome(&parent, "completed", Some(output), now)
@@ -150,14 +148,11 @@ impl Runtime {
         output: Option<Value>,
         now: i64,
     ) -> Result<(), RuntimeError> {
-        let delegation = parent
-            .request
-            .get("delegation")
-            .cloned()
-            .unwrap_or(Value::Null);
-        let mut data = json!({ "delegation_id": delegation.get("delegation_id"),
-                               "child_action_id": delegation.get("child_action_id"),
-                               "peer": delegation.get("peer"), "outcome": outcome });
+        let delegation = crate::admission::admitted::AdmittedRequest::of(parent)?.delegation;
+        let link = delegation.as_ref();
+        let mut data = json!({ "delegation_id": link.map(|d| &d.delegation_id),
+                               "child_action_id": link.and_then(|d| d.child_action_id.as_ref()),
+                               "peer": link.and_then(|d| d.peer.as_ref()), "outcome": outcome });
         let mut event = action_event("aip.delegation.reconciled", parent, data.clone(), now);
         event.event_id = format!(
             "evt_dlgrec_{}",

@@ -11,6 +11,7 @@ use aip_store::{ActionRecord, EventRecord, ReceiptRecord, StoreError};
 use serde_json::Value;
 
 use crate::action::result;
+use crate::admission::admitted::AdmittedRequest;
 use crate::error::RuntimeError;
 use crate::events::bare_principal;
 
@@ -24,6 +25,10 @@ pub(crate) fn status(
         serde_json::from_value(Value::String(record.state.as_str().to_owned()))
             .map_err(|e| corrupt(format!("action state {}: {e}", record.state)))?;
     let result = result::stored(record)?;
+    let admitted = AdmittedRequest::of(record)?;
+    let transaction_id = admitted
+        .slot(record)?
+        .map(|slot| aip_core::TransactionId::new(slot.transaction_id));
     Ok(ActionStatus {
         action_id: ActionId::new(record.action_id.clone()),
         capability_id: Some(CapabilityId::new(record.capability.clone())),
@@ -32,21 +37,12 @@ pub(crate) fn status(
         state,
         queued_state: None,
         result_status: result.as_ref().map(|r| r.status),
-        approval_id: record
-            .request
-            .get("approval_id")
-            .and_then(serde_json::Value::as_str)
-            .map(aip_core::ApprovalId::new),
-        transaction_id: record
-            .request
-            .pointer("/transaction/transaction_id")
-            .and_then(serde_json::Value::as_str)
-            .map(aip_core::TransactionId::new),
-        delegation_id: record
-            .request
-            .pointer("/delegation/delegation_id")
-            .and_then(serde_json::Value::as_str)
-            .map(aip_core::DelegationId::new),
+        approval_id: admitted.approval_id.clone().map(aip_core::ApprovalId::new),
+        transaction_id,
+        delegation_id: admitted
+            .delegation
+            .as_ref()
+            .map(|d| aip_core::DelegationId::new(d.delegation_id.clone())),
         started_at: Some(ts(record.created_at_ms)?),
         updated_at: ts(record.updated_at_ms)?,
         completed_at: if record.state.is_terminal() {
@@ -59,7 +55,7 @@ pub(crate) fn status(
         result: if include_result { result } else { None },
         receipt_chain,
         chunks: Vec::new(),
-        links: delegation_links(record),
+        links: delegation_links(&admitted),
     })
 }
 
@@ -109,26 +105,25 @@ pub(crate) fn chain(
 /// A stored epoch-millisecond time on the wire.
 /// The delegation graph of an action as links (spec 14.5): a child names its parent action and
 /// peer, a parent its child action and peer.
-fn delegation_links(record: &ActionRecord) -> BTreeMap<String, String> {
+fn delegation_links(admitted: &AdmittedRequest) -> BTreeMap<String, String> {
     let mut links = BTreeMap::new();
-    if let Some(d) = record.request.get("delegation") {
+    if let Some(d) = &admitted.delegation {
         for (member, link) in [
-            ("parent_action_id", "delegation_parent_action"),
-            ("child_action_id", "delegation_child_action"),
-            ("peer", "delegation_peer"),
+            (&d.parent_action_id, "delegation_parent_action"),
+            (&d.child_action_id, "delegation_child_action"),
+            (&d.peer, "delegation_peer"),
         ] {
-            if let Some(v) = d.get(member).and_then(serde_json::Value::as_str) {
-                links.insert(link.to_owned(), v.to_owned());
+            if let Some(v) = member {
+                links.insert(link.to_owned(), v.clone());
             }
         }
     }
     // The conversation the action was about (spec 11.1), by id.
-    if let Some(id) = record
-        .request
-        .pointer("/action/conversation/id")
-        .and_then(serde_json::Value::as_str)
-    {
-        links.insert("conversation".to_owned(), id.to_owned());
+    if let Some(conversation) = &admitted.action.conversation {
+        links.insert(
+            "conversation".to_owned(),
+            conversation.id.as_str().to_owned(),
+        );
     }
     links
 }

@@ -110,15 +110,7 @@ impl Slot {
 /// The stored slot of an action, if it is transactional. A slot that does not decode is
 /// corruption, never "not transactional".
 pub(crate) fn slot_of(record: &ActionRecord) -> Result<Option<Slot>, RuntimeError> {
-    match record.request.get("transaction") {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| {
-            RuntimeError::Storage(aip_store::StoreError::Corrupt(format!(
-                "transaction slot of {}: {e}",
-                record.action_id
-            )))
-        }),
-    }
+    crate::admission::admitted::AdmittedRequest::of(record)?.slot(record)
 }
 
 /// Whether running `record` may produce its capability's side effect: a mutating handler, unless

@@ -190,20 +190,7 @@ impl Runtime {
 /// The caller a stored action was admitted as: principal, kind, tenant, scopes, issuer and external
 /// account, all from the trusted admission record.
 fn owner_of(action: &aip_store::ActionRecord) -> Result<Caller, RuntimeError> {
-    let mut caller = crate::approval::requester_of(action)?;
-    caller.scopes = action
-        .request
-        .pointer("/caller/scopes")
-        .cloned()
-        .map(serde_json::from_value)
-        .transpose()
-        .map_err(|e| {
-            RuntimeError::Storage(aip_store::StoreError::Corrupt(format!(
-                "action {}: caller scopes: {e}",
-                action.action_id
-            )))
-        })?
-        .unwrap_or_default();
+    let mut caller = crate::admission::admitted::AdmittedRequest::of(action)?.owner(action);
     caller.issuer = crate::caller::RUNTIME_ISSUER.into();
     Ok(caller)
 }

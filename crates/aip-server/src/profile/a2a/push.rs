@@ -172,17 +172,11 @@ async fn inline(call: &Call<'_>, task: &str) -> Result<Option<Value>, A2aError> 
         .visible_action(call.caller, task)
         .await
         .map_err(|e| rpc::native(&e))?;
-    Ok(action
-        .request
-        .pointer("/action/callback")
-        .filter(|cb| cb.get("profile").and_then(Value::as_str) == Some(PUSH_PROFILE))
-        .map(|cb| {
-            wire(
-                task,
-                cb.get("target").and_then(Value::as_str).unwrap_or_default(),
-                cb.get("metadata"),
-            )
-        }))
+    let admitted = aip_runtime::admitted_action(&action).map_err(|e| rpc::native(&e))?;
+    Ok(admitted
+        .callback
+        .filter(|cb| cb.profile.as_str() == PUSH_PROFILE)
+        .map(|cb| wire(task, &cb.target, cb.metadata.as_ref())))
 }
 
 /// Every config of a task the caller may read: the one given with its message, then the others.
