@@ -18,8 +18,9 @@ const CLAIM_SET: &str = "UPDATE aip_jobs SET state = 'leased', lease_owner = $1,
 /// The claim's picks, tried in this order, each a range of one partial index that holds only
 /// claimable jobs, so a claim costs the same at a thousand finished jobs as at a million: first a
 /// lapsed lease (work a stopped worker left, `aip_jobs_expiring`), then a job that fell due
-/// (`aip_jobs_claimable`). Each is followed by the dialect's [`Dialect::CLAIM_LOCK`]. Public so an
-/// operator (and the store suite) can read their plans on real data.
+/// (`aip_jobs_claimable`). Each is followed by the dialect's lock clause (none on SQLite,
+/// `FOR UPDATE SKIP LOCKED` on PostgreSQL). Public so an operator (and the store suite) can read
+/// their plans on real data.
 pub const CLAIM_PICKS: [&str; 2] = [
     "SELECT job_id FROM aip_jobs WHERE queue = $4 AND state = 'leased' AND attempts < max_attempts \
      AND lease_expires_at_ms <= $3 ORDER BY lease_expires_at_ms, job_id LIMIT 1",
