@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use support::nats::{nats_url, request};
-use support::{Client, Server, envelope, id, pause, token_file};
+use support::{Client, Server, envelope, id, pause};
 
 fn pay(amount: u64) -> Value {
     json!({ "amount_minor": amount, "to": "acct:shop" })
@@ -242,19 +242,8 @@ async fn the_demo_payment_plans_commits_reconciles_and_refunds_over_http_and_sur
 
 /// A node whose NATS messages act as `svc:nats`, allowed to pay and refund.
 fn nats_node(dir: &Path, url: &str, domain: &str) -> (Server, PathBuf) {
-    std::fs::create_dir_all(dir).unwrap();
-    let token = token_file(dir, "nats.token", &id("tok"));
-    let config = dir.join("aip.toml");
-    std::fs::write(
-        &config,
-        format!(
-            "[nats]\nurl = \"{url}\"\ntrust_domain = \"{domain}\"\nprincipal = \"svc:nats\"\n\n\
-             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:payment\", \"invoke:cap:demo:refund\"]\n\
-             token_file = \"{}\"\n",
-            token.display()
-        ),
-    )
-    .unwrap();
+    let scopes = ["cap:demo:payment", "cap:demo:refund"];
+    let config = support::nats::node_config_invoking(dir, url, domain, "", &scopes);
     let data = dir.join("data");
     (Server::start(&data, Some(&config), &[]), data)
 }

@@ -95,14 +95,31 @@ pub fn start_node(dir: &Path, url: &str, trust_domain: &str) -> Server {
 
 /// The config file of such a node, with `extra` lines in its `[nats]` table.
 pub fn node_config(dir: &Path, url: &str, trust_domain: &str, extra: &str) -> PathBuf {
+    let scopes = ["cap:demo:echo", "cap:demo:sleep", "cap:demo:count"];
+    node_config_invoking(dir, url, trust_domain, extra, &scopes)
+}
+
+/// [`node_config`] for a `svc:nats` allowed to invoke only `capabilities`.
+pub fn node_config_invoking(
+    dir: &Path,
+    url: &str,
+    trust_domain: &str,
+    extra: &str,
+    capabilities: &[&str],
+) -> PathBuf {
     std::fs::create_dir_all(dir).unwrap();
+    let scopes = capabilities
+        .iter()
+        .map(|c| format!("\"invoke:{c}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
     let token = token_file(dir, "nats.token", &id("tok"));
     let config = dir.join("aip.toml");
     std::fs::write(
         &config,
         format!(
             "[nats]\nurl = \"{url}\"\ntrust_domain = \"{trust_domain}\"\nprincipal = \"svc:nats\"\n{extra}\n\
-             [[principals]]\nid = \"svc:nats\"\nscopes = [\"invoke:cap:demo:echo\", \"invoke:cap:demo:sleep\", \"invoke:cap:demo:count\"]\n\
+             [[principals]]\nid = \"svc:nats\"\nscopes = [{scopes}]\n\
              token_file = \"{}\"\n",
             token.display()
         ),

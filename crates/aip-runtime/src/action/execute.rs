@@ -55,7 +55,7 @@ impl Runtime {
                 released: Arc::clone(&released),
             },
         );
-        let mutation = crate::transaction::mutates(Some(capability), record);
+        let mutation = crate::transaction::runs_mutation(Some(capability), slot.as_ref());
         let invoke = async {
             if ctx.remaining().is_zero() {
                 return Err(HandlerError::DeadlineExceeded);

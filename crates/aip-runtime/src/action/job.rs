@@ -247,7 +247,7 @@ impl Runtime {
                 ))
             }
             ApprovalState::Approved => {
-                self.revalidate_approved(record, &approval, &snapshot)
+                self.revalidate_approved(record, &admitted, &approval, &snapshot)
                     .await?
             }
             ApprovalState::Revoked => Some((
@@ -277,6 +277,7 @@ impl Runtime {
     async fn revalidate_approved(
         &self,
         record: &ActionRecord,
+        admitted: &AdmittedRequest,
         approval: &aip_store::ApprovalRecord,
         snapshot: &crate::approval::Snapshot,
     ) -> Result<Option<(ErrorCode, &'static str)>, RuntimeError> {
@@ -292,7 +293,7 @@ impl Runtime {
                 "capability is no longer admitted",
             )));
         };
-        let Some(requester) = self.current_requester(record)? else {
+        let Some(requester) = self.current_requester(record, admitted) else {
             return Ok(Some((
                 ErrorCode::ScopeDenied,
                 "the requester is no longer a configured principal; the action did not run",
@@ -304,7 +305,6 @@ impl Runtime {
                 "the requester no longer holds a scope to invoke this capability",
             )));
         }
-        let admitted = AdmittedRequest::of(record)?;
         let action = &admitted.action;
         let mode = crate::handler::Mode::parse(&record.mode).ok_or_else(|| corrupt("mode"))?;
         let subject = crate::admission::policy::PolicySubject {
@@ -379,15 +379,19 @@ impl Runtime {
     /// The requester of `record` as configured now: from [`RuntimeConfig::principals`] when the
     /// node has an identity configuration (`None` when the requester is no longer in it), else as
     /// admitted (the stored scopes).
-    fn current_requester(&self, record: &ActionRecord) -> Result<Option<Caller>, RuntimeError> {
+    fn current_requester(
+        &self,
+        record: &ActionRecord,
+        admitted: &AdmittedRequest,
+    ) -> Option<Caller> {
         let principals = &self.config().principals;
         if !principals.is_empty() {
-            return Ok(principals
+            return principals
                 .get(&record.principal)
                 .filter(|c| c.tenant == record.tenant)
-                .cloned());
+                .cloned();
         }
-        Ok(Some(AdmittedRequest::of(record)?.owner(record)))
+        Some(admitted.owner(record))
     }
 
     /// Settles an action no job can finish any more (its job is out of attempts or gone): an

@@ -108,12 +108,7 @@ impl AdmittedRequest {
     pub(crate) fn of(record: &ActionRecord) -> Result<Self, RuntimeError> {
         let admitted = Self::deserialize(&record.request)
             .map_err(|e| corrupt(record, &format!("the stored request does not decode: {e}")))?;
-        if admitted.version != VERSION {
-            return Err(corrupt(
-                record,
-                &format!("stored request version {} is not known", admitted.version),
-            ));
-        }
+        known_version(record, admitted.version)?;
         Ok(admitted)
     }
 
@@ -156,10 +151,69 @@ impl AdmittedRequest {
     }
 }
 
+/// The parts of an admitted request that links and per-run checks read (approval, transaction
+/// slot, delegation link, conversation), decoded on their own: every listed action's view and every
+/// run reads them, and the action's input, bounded but possibly large, is not copied for that. The
+/// layout is [`AdmittedRequest`]'s; members not named here are skipped unread.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AdmittedParts {
+    #[serde(default = "version_1")]
+    version: u32,
+    #[serde(default)]
+    pub(crate) approval_id: Option<String>,
+    #[serde(default)]
+    pub(crate) transaction: Option<crate::transaction::Slot>,
+    #[serde(default)]
+    pub(crate) delegation: Option<DelegationLink>,
+    #[serde(default)]
+    action: Option<PartsOfAction>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PartsOfAction {
+    #[serde(default)]
+    conversation: Option<PartsOfConversation>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PartsOfConversation {
+    id: String,
+}
+
+impl AdmittedParts {
+    /// The parts of `record`'s stored request; a request that does not decode is corruption.
+    pub(crate) fn of(record: &ActionRecord) -> Result<Self, RuntimeError> {
+        let parts = Self::deserialize(&record.request)
+            .map_err(|e| corrupt(record, &format!("the stored request does not decode: {e}")))?;
+        known_version(record, parts.version)?;
+        Ok(parts)
+    }
+
+    /// The id of the conversation the action was about (spec 11.1).
+    pub(crate) fn conversation_id(&self) -> Option<&str> {
+        self.action
+            .as_ref()
+            .and_then(|a| a.conversation.as_ref())
+            .map(|c| c.id.as_str())
+    }
+}
+
 /// The action a stored record admitted, as the caller sent it (for a binding that renders what
 /// the action asked for, such as its callback); a record that does not decode is corruption.
 pub fn admitted_action(record: &ActionRecord) -> Result<Action, RuntimeError> {
     AdmittedRequest::of(record).map(|admitted| admitted.action)
+}
+
+/// Refuses a stored layout this build does not know (a row written by a later build).
+fn known_version(record: &ActionRecord, version: u32) -> Result<(), RuntimeError> {
+    if version == VERSION {
+        Ok(())
+    } else {
+        Err(corrupt(
+            record,
+            &format!("stored request version {version} is not known"),
+        ))
+    }
 }
 
 fn corrupt(record: &ActionRecord, what: &str) -> RuntimeError {
@@ -232,6 +286,26 @@ mod tests {
             Some(json!(1))
         );
         assert_eq!(again, stored);
+    }
+
+    #[test]
+    fn the_parts_read_for_views_and_runs_are_those_of_the_whole_record() {
+        let mut stored = unversioned();
+        stored["action"]["conversation"] =
+            json!({ "id": "conv_1", "channel": {}, "status": "open" });
+        let record = record(stored);
+        let (whole, parts) = (
+            AdmittedRequest::of(&record),
+            AdmittedParts::of(&record).unwrap(),
+        );
+        let whole = whole.unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(parts.approval_id, whole.approval_id);
+        assert_eq!(parts.delegation, whole.delegation);
+        assert_eq!(
+            parts.transaction.as_ref().map(|s| s.transaction_id.clone()),
+            whole.slot(&record).unwrap().map(|s| s.transaction_id)
+        );
+        assert_eq!(parts.conversation_id(), Some("conv_1"));
     }
 
     #[test]

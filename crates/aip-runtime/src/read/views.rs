@@ -11,7 +11,7 @@ use aip_store::{ActionRecord, EventRecord, ReceiptRecord, StoreError};
 use serde_json::Value;
 
 use crate::action::result;
-use crate::admission::admitted::AdmittedRequest;
+use crate::admission::admitted::AdmittedParts;
 use crate::error::RuntimeError;
 use crate::events::bare_principal;
 
@@ -25,10 +25,11 @@ pub(crate) fn status(
         serde_json::from_value(Value::String(record.state.as_str().to_owned()))
             .map_err(|e| corrupt(format!("action state {}: {e}", record.state)))?;
     let result = result::stored(record)?;
-    let admitted = AdmittedRequest::of(record)?;
+    let admitted = AdmittedParts::of(record)?;
     let transaction_id = admitted
-        .slot(record)?
-        .map(|slot| aip_core::TransactionId::new(slot.transaction_id));
+        .transaction
+        .as_ref()
+        .map(|slot| aip_core::TransactionId::new(slot.transaction_id.clone()));
     Ok(ActionStatus {
         action_id: ActionId::new(record.action_id.clone()),
         capability_id: Some(CapabilityId::new(record.capability.clone())),
@@ -105,7 +106,7 @@ pub(crate) fn chain(
 /// A stored epoch-millisecond time on the wire.
 /// The delegation graph of an action as links (spec 14.5): a child names its parent action and
 /// peer, a parent its child action and peer.
-fn delegation_links(admitted: &AdmittedRequest) -> BTreeMap<String, String> {
+fn delegation_links(admitted: &AdmittedParts) -> BTreeMap<String, String> {
     let mut links = BTreeMap::new();
     if let Some(d) = &admitted.delegation {
         for (member, link) in [
@@ -119,11 +120,8 @@ fn delegation_links(admitted: &AdmittedRequest) -> BTreeMap<String, String> {
         }
     }
     // The conversation the action was about (spec 11.1), by id.
-    if let Some(conversation) = &admitted.action.conversation {
-        links.insert(
-            "conversation".to_owned(),
-            conversation.id.as_str().to_owned(),
-        );
+    if let Some(id) = admitted.conversation_id() {
+        links.insert("conversation".to_owned(), id.to_owned());
     }
     links
 }

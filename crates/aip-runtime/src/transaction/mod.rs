@@ -110,18 +110,20 @@ impl Slot {
 /// The stored slot of an action, if it is transactional. A slot that does not decode is
 /// corruption, never "not transactional".
 pub(crate) fn slot_of(record: &ActionRecord) -> Result<Option<Slot>, RuntimeError> {
-    crate::admission::admitted::AdmittedRequest::of(record)?.slot(record)
+    Ok(crate::admission::admitted::AdmittedParts::of(record)?.transaction)
 }
 
 /// Whether running `record` may produce its capability's side effect: a mutating handler, unless
-/// the action is a dry run, a plan or a reconciliation.
+/// the action is a dry run, a plan or a reconciliation (a slot that does not decode counts as
+/// mutating).
 pub(crate) fn mutates(capability: Option<&AdmittedCapability>, record: &ActionRecord) -> bool {
+    runs_mutation(capability, slot_of(record).ok().flatten().as_ref())
+}
+
+/// [`mutates`] for an action whose slot is already decoded.
+pub(crate) fn runs_mutation(capability: Option<&AdmittedCapability>, slot: Option<&Slot>) -> bool {
     let handler_mutates = capability.is_none_or(|c| c.handler.support().mutation);
-    handler_mutates
-        && slot_of(record)
-            .ok()
-            .flatten()
-            .is_none_or(|slot| slot.mutates())
+    handler_mutates && slot.is_none_or(Slot::mutates)
 }
 
 /// The transaction receipt (spec 18.1's `transaction_*` types) of a step that settled in `state`
