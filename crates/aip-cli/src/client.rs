@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use aip_core::ErrorCode;
 use clap::Args;
 use serde_json::Value;
 
@@ -68,46 +69,43 @@ pub fn run<F: Future<Output = Result<(), Failure>>>(name: &str, command: F) -> E
     })
 }
 
-/// What to do about a typed refusal, for the codes a person can act on.
+/// What to do about a typed refusal, for the codes a person can act on (spec 19.1). A code this
+/// build does not know has no hint.
 pub fn hint(code: &str) -> Option<&'static str> {
-    Some(match code {
-        "aip.auth.unauthenticated" => {
+    Some(match ErrorCode::parse(code)? {
+        ErrorCode::Unauthenticated => {
             "check --token-file (or AIP_TOKEN_FILE): the server does not know that token"
         }
-        "aip.core.not_found" => {
+        ErrorCode::NotFound => {
             "check the id; objects you may not read answer exactly like missing ones"
         }
-        "aip.discovery.capability_not_found" => {
-            "run `aip manifest` for the capabilities you may invoke"
-        }
-        "aip.policy.scope_denied" => {
+        ErrorCode::CapabilityNotFound => "run `aip manifest` for the capabilities you may invoke",
+        ErrorCode::ScopeDenied => {
             "your principal lacks the scope; ask the operator to grant it in the server's config"
         }
-        "aip.action.invalid_input" => {
+        ErrorCode::InvalidInput => {
             "the input does not match the capability's input schema (see `aip manifest --json`)"
         }
-        "aip.action.unsupported_mode" => {
+        ErrorCode::UnsupportedMode => {
             "pick a mode the capability supports (`aip manifest` lists them)"
         }
-        "aip.idempotency.conflict" => {
+        ErrorCode::IdempotencyConflict => {
             "that idempotency key was used for another action: use a new key"
         }
-        "aip.idempotency.key_required" => "this capability needs --idempotency-key",
-        "aip.action.duplicate_id" => "that action id is taken: omit --id for a fresh one",
-        "aip.policy.approver_not_eligible" => {
+        ErrorCode::IdempotencyKeyRequired => "this capability needs --idempotency-key",
+        ErrorCode::DuplicateActionId => "that action id is taken: omit --id for a fresh one",
+        ErrorCode::ApproverNotEligible => {
             "your principal holds no role, group or policy this approval accepts"
         }
-        "aip.policy.separation_of_duties" => "another principal must decide this approval",
-        "aip.policy.approval_closed" | "aip.policy.escalation_closed" => {
+        ErrorCode::SeparationOfDuties => "another principal must decide this approval",
+        ErrorCode::ApprovalClosed | ErrorCode::EscalationClosed => {
             "it is already decided: `show` it to see how"
         }
-        "aip.policy.policy_hash_mismatch" => {
+        ErrorCode::PolicyHashMismatch => {
             "the governed action changed: `show` the approval again before deciding"
         }
-        "aip.security.clock_skew" => {
-            "this machine's clock is too far from the server's: fix the clock"
-        }
-        "aip.transport.host_not_allowed" | "aip.transport.origin_not_allowed" => {
+        ErrorCode::ClockSkew => "this machine's clock is too far from the server's: fix the clock",
+        ErrorCode::HostNotAllowed | ErrorCode::OriginNotAllowed => {
             "the server refuses this Host/Origin: use the address it is configured for"
         }
         _ => return None,
@@ -461,5 +459,20 @@ pub fn print_rows<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
 pub fn print_fields(fields: &[(&str, String)]) {
     for (name, value) in fields {
         println!("{name:<20}{value}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hint;
+
+    #[test]
+    fn a_refusal_code_a_person_can_act_on_has_a_hint_and_an_unknown_code_has_none() {
+        assert!(
+            hint("aip.idempotency.key_required").is_some_and(|h| h.contains("--idempotency-key"))
+        );
+        assert!(hint("aip.transport.origin_not_allowed").is_some());
+        assert_eq!(hint("aip.runtime.internal"), None);
+        assert_eq!(hint("aip.no_such.code"), None);
     }
 }
