@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use aip_core::canonical::{sha256_hex, to_canonical_vec};
-use aip_core::receipts::HashForm;
+use aip_core::chain::HashForm;
 use aip_receipt_verify::verify_document;
 use aip_runtime::retention::archive::ARCHIVE_TYPE;
 use clap::Subcommand;

@@ -6,7 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use aip_core::receipts::{DocumentError, EmbeddedChainError, HashForm, verify_embedded};
+use aip_core::chain::{DocumentError, EmbeddedChainError, HashForm, verify_embedded};
 use aip_core::signing::{self, Ed25519SigningKey, SignatureError};
 use aip_core::{DecodeError, Limits, decode_envelope_value};
 use aip_receipt_verify::verify_document;

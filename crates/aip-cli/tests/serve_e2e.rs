@@ -93,7 +93,7 @@ async fn a_sync_echo_returns_its_input_with_a_verifiable_receipt_chain() {
             "result_returned"
         ]
     );
-    aip_core::receipts::verify_chain(&chain).unwrap();
+    aip_core::chain::verify_chain(&chain).unwrap();
     let last = chain.receipts.last().unwrap();
     assert_eq!(
         reply["body"]["action_result"]["receipt"]["hash"],

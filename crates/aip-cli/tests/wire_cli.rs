@@ -161,7 +161,7 @@ fn a_generated_key_signs_an_envelope_that_verifies_to_its_did_and_tampering_fail
 
 /// A sealed chain of `n` receipts as `aip-core` writes it.
 fn chain(n: usize) -> Value {
-    use aip_core::receipts::ChainBuilder;
+    use aip_core::chain::ChainBuilder;
     let mut b = ChainBuilder::new("chain_1");
     for i in 0..n {
         b.push(receipt(i));
@@ -363,7 +363,7 @@ fn an_envelope_carrying_a_valid_receipt_chain_validates() {
 #[test]
 fn a_changed_receipt_or_a_broken_previous_hash_is_invalid_with_the_receipt_code_and_pointer() {
     use aip_core::ReceiptChain;
-    use aip_core::receipts::seal;
+    use aip_core::chain::seal;
 
     let mut changed = chain(3);
     changed["receipts"][1]["data"]["i"] = json!(7);

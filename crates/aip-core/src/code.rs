@@ -6,7 +6,7 @@
 //! Codes a capability handler reports are the handler's own (namespaced by the runtime); they are not
 //! variants here.
 
-use crate::errors::LimitKind;
+use crate::decode_error::LimitKind;
 use crate::rules::Rule;
 use crate::{ErrorCategory, ProtocolError};
 

@@ -4,7 +4,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::errors::{DecodeError, LimitKind};
+use crate::decode_error::{DecodeError, LimitKind};
 use crate::limits::Limits;
 use crate::num::RANGE_MARK;
 use crate::validate::{Checker, Validate};

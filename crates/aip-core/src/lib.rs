@@ -3,7 +3,7 @@
 //!
 //! Entry points: [`decode_envelope`] (bounded bytes → typed, validated [`Envelope`], spec 6.4),
 //! [`Envelope::to_json_vec`] (back to the wire), [`canonical::to_canonical_vec`],
-//! [`receipts`] (18.2), [`signing`] (22.2) and [`session_crypto`] (22.11).
+//! [`chain`] (receipt hashing and chain verification, 18.2), [`signing`] (22.2) and [`session_crypto`] (22.11).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -37,13 +37,14 @@ pub mod approval;
 pub mod audit;
 pub mod callback;
 pub mod canonical;
+pub mod chain;
 pub mod code;
 pub mod content;
 pub mod decode;
+pub mod decode_error;
 pub mod delegation;
 pub mod envelope;
 pub mod error;
-pub mod errors;
 pub mod ids;
 pub mod lifecycle;
 pub mod limits;
@@ -51,7 +52,6 @@ pub mod manifest;
 mod num;
 pub mod principal;
 pub mod receipt;
-pub mod receipts;
 pub mod registry;
 pub mod retry;
 pub mod rules;
@@ -71,10 +71,10 @@ pub use content::*;
 pub use decode::{
     decode_body, decode_envelope, decode_envelope_value, decode_value, envelope_from_value,
 };
+pub use decode_error::{DecodeError, LimitKind};
 pub use delegation::*;
 pub use envelope::{AipVersion, Envelope};
 pub use error::*;
-pub use errors::{DecodeError, LimitKind};
 pub use ids::*;
 pub use lifecycle::*;
 pub use limits::Limits;

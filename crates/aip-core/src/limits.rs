@@ -1,7 +1,7 @@
 //! Input bounds (spec 22.8) and a single-pass pre-scan that enforces them on raw bytes before any
 //! allocation-heavy parsing.
 
-use crate::errors::{DecodeError, LimitKind};
+use crate::decode_error::{DecodeError, LimitKind};
 
 /// Bounds applied to every decoded input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! Receipt wire types (spec 18.1); hashing lives in `crate::receipts`.
+//! Receipt wire types (spec 18.1); hashing and chain verification live in [`crate::chain`].
 //!
 //! Closed wire types mirroring the normative schemas; `null` on an optional member decodes as absent
 //! (spec 5.4).

@@ -31,7 +31,7 @@ pub struct Checker {
     violations: Vec<Violation>,
     max: usize,
     /// Pointers of the receipt chains walked, kept only when asked for: the walk is the one place
-    /// that knows which members are typed chains (see [`crate::receipts::embedded_chains`]).
+    /// that knows which members are typed chains (see [`crate::chain::embedded_chains`]).
     chains: Option<Vec<String>>,
 }
 

@@ -4,12 +4,12 @@
 //!
 //! Kept out of `aip-core` so that the wire model does not pull in a thread pool, SIMD compares and
 //! a second `sha2`. It uses only `aip-core`'s public receipt API, and every verdict, root and first
-//! broken link equals [`aip_core::receipts::verify_document_reference`]'s: the fast path only ever
+//! broken link equals [`aip_core::chain::verify_document_reference`]'s: the fast path only ever
 //! says "verified"; anything else is decided by the reference path.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-use aip_core::receipts::{DocumentError, HashForm, VerifiedChain, verify_document_reference};
+use aip_core::chain::{DocumentError, HashForm, VerifiedChain, verify_document_reference};
 
 mod scan;
 

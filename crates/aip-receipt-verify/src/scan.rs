@@ -17,7 +17,7 @@
 //! not canonical is re-canonicalised through the reference code; bytes that are not JSON, duplicate
 //! members that select the chain, a bad hash, link or root, escapes it does not vet — makes it give
 //! up ([`Bail`]) so the reference path decides, which keeps the verdicts, the roots and the first
-//! broken index identical to [`aip_core::receipts::verify_chain_value`] by construction.
+//! broken index identical to [`aip_core::chain::verify_chain_value`] by construction.
 
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,9 +25,7 @@ use std::sync::{Mutex, mpsc};
 
 use serde_json::Value;
 
-use aip_core::receipts::{
-    HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form,
-};
+use aip_core::chain::{HashForm, VerifiedChain, receipt_value_hash, receipt_value_hash_null_form};
 
 /// The fast path cannot decide; the reference path must.
 #[derive(Debug)]

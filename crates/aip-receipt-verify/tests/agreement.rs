@@ -4,7 +4,7 @@
 //! whose UTF-8 and UTF-16 orders differ, both hash forms, tampering, and corrupted bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use aip_core::receipts::{
+use aip_core::chain::{
     DocumentError, HashForm, receipt_value_hash, receipt_value_hash_null_form, root_hash,
     verify_document_reference,
 };
@@ -376,7 +376,7 @@ fn build(spec: &ChainSpec) -> Vec<u8> {
 }
 
 /// A comparable outcome: the root and count, or the error's kind and first broken index.
-fn outcome(r: &Result<aip_core::receipts::VerifiedChain, DocumentError>) -> String {
+fn outcome(r: &Result<aip_core::chain::VerifiedChain, DocumentError>) -> String {
     match r {
         Ok(v) => format!("ok {} {}", v.root_hash, v.receipts),
         Err(DocumentError::Json(e)) => format!("json {e}"),
@@ -435,7 +435,7 @@ fn a_chain_built_by_aip_core_takes_the_fast_path() {
         }
     }))
     .unwrap();
-    let mut builder = aip_core::receipts::ChainBuilder::new("chain_1");
+    let mut builder = aip_core::chain::ChainBuilder::new("chain_1");
     for _ in 0..3 {
         builder.push(receipt.clone());
     }

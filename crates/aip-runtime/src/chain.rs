@@ -86,7 +86,7 @@ impl ChainWriter {
             hash: None,
         };
         let previous = self.last.as_ref().map(|(_, h)| h.clone());
-        aip_core::receipts::seal(&mut receipt, previous.as_deref());
+        aip_core::chain::seal(&mut receipt, previous.as_deref());
         // `seal` always sets the hash.
         let hash = receipt.hash.clone().unwrap_or_default();
         self.pending.push(NewReceipt {

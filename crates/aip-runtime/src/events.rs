@@ -9,9 +9,71 @@ use crate::caller::Caller;
 use crate::error::RuntimeError;
 use crate::runtime::Runtime;
 
+use aip_store::ActionState;
+
+macro_rules! event_kinds {
+    ($( $(#[$meta:meta])* $variant:ident = $kind:literal, )+) => {
+        /// The event kinds this runtime emits (spec 16.1, 25.2): one closed list, so every
+        /// emitter names a kind from it and a new kind is one new line here.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub(crate) enum EventKind {
+            $( $(#[$meta])* $variant, )+
+            /// An action reached a final state (spec 11.5): `aip.action.<state>`.
+            ActionEnded(ActionState),
+        }
+
+        impl EventKind {
+            /// The kinds without a state, in declaration order.
+            #[cfg(test)]
+            const FLAT: &'static [EventKind] = &[$(EventKind::$variant),+];
+
+            /// The namespaced kind on the wire.
+            pub(crate) fn name(self) -> std::borrow::Cow<'static, str> {
+                match self {
+                    $(EventKind::$variant => $kind.into(),)+
+                    EventKind::ActionEnded(state) => format!("aip.action.{}", state.as_str()).into(),
+                }
+            }
+        }
+    };
+}
+
+event_kinds! {
+    /// Admitted (spec 11.3).
+    ActionAccepted = "aip.action.accepted",
+    /// Waiting for a worker.
+    ActionQueued = "aip.action.queued",
+    /// A handler took it up.
+    ActionStarted = "aip.action.started",
+    /// Waiting for an approval decision (spec 12).
+    ActionPendingApproval = "aip.action.pending_approval",
+    /// Cancellation was asked for (spec 11.7).
+    ActionCancelRequested = "aip.action.cancel_requested",
+    /// The approval an action waited for was granted.
+    ApprovalGranted = "aip.approval.granted",
+    /// ... denied.
+    ApprovalDenied = "aip.approval.denied",
+    /// ... revoked.
+    ApprovalRevoked = "aip.approval.revoked",
+    /// ... expired undecided.
+    ApprovalExpired = "aip.approval.expired",
+    /// A parent learned its delegated child's outcome (spec 14.5).
+    DelegationReconciled = "aip.delegation.reconciled",
+    /// A session was opened (spec 10.3).
+    SessionCreated = "aip.session.created",
+    /// ... became active.
+    SessionActivated = "aip.session.activated",
+    /// ... was asked to cancel its actions.
+    SessionCancelRequested = "aip.session.cancel_requested",
+    /// ... was cancelled.
+    SessionCancelled = "aip.session.cancelled",
+    /// ... settled: closed for good.
+    SessionSettled = "aip.session.settled",
+}
+
 /// One event for the audience `(tenant, principal)`.
 pub(crate) fn new_event(
-    kind: &str,
+    kind: EventKind,
     (tenant, principal): (&str, &str),
     session_id: Option<String>,
     action_id: Option<String>,
@@ -20,7 +82,7 @@ pub(crate) fn new_event(
 ) -> NewEvent {
     NewEvent {
         event_id: aip_core::EventId::generate().0,
-        kind: kind.to_owned(),
+        kind: kind.name().into_owned(),
         tenant: tenant.to_owned(),
         principal: Some(principal.to_owned()),
         session_id,
@@ -32,7 +94,12 @@ pub(crate) fn new_event(
 }
 
 /// An event of a stored action, addressed to its owner.
-pub(crate) fn action_event(kind: &str, record: &ActionRecord, data: Value, now: i64) -> NewEvent {
+pub(crate) fn action_event(
+    kind: EventKind,
+    record: &ActionRecord,
+    data: Value,
+    now: i64,
+) -> NewEvent {
     new_event(
         kind,
         (&record.tenant, &record.principal),
@@ -133,5 +200,35 @@ pub(crate) fn new_audit(
         data,
         action_id: action_id.map(str::to_owned),
         session_id: session_id.map(str::to_owned),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKind;
+    use aip_store::ActionState;
+
+    #[test]
+    fn every_event_kind_is_namespaced_and_named_once() {
+        let mut names: Vec<_> = EventKind::FLAT.iter().map(|k| k.name()).collect();
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with("aip.") && n.split('.').count() == 3)
+        );
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all);
+    }
+
+    #[test]
+    fn an_action_ending_is_named_by_its_final_state() {
+        let kind = EventKind::ActionEnded(ActionState::DeadLettered);
+        assert_eq!(kind.name(), "aip.action.dead_lettered");
+        assert_eq!(
+            EventKind::ActionEnded(ActionState::Cancelled).name(),
+            "aip.action.cancelled"
+        );
     }
 }

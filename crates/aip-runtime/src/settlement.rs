@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use crate::admission::admitted::AdmittedRequest;
 use crate::caller::{Caller, SCOPE_ALL};
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::read::views;
-use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 
 /// Closes settlement batches and reads them.
@@ -154,7 +154,7 @@ impl Runtime {
                 false => None,
             };
             let root = purged.unwrap_or_else(|| {
-                aip_core::receipts::root_hash(receipts.iter().map(|r| r.hash.as_str()))
+                aip_core::chain::root_hash(receipts.iter().map(|r| r.hash.as_str()))
             });
             let total = totals
                 .entry((account.clone(), price.currency.clone()))

@@ -88,7 +88,7 @@ async fn an_export_needs_its_own_scope_carries_the_receipts_and_is_itself_audite
     let chains = result["receipt_chains"].as_array().unwrap();
     assert_eq!(chains.len(), 1, "{exported}");
     assert_eq!(chains[0]["chain_id"], action_id.as_str());
-    aip_core::receipts::verify_chain_value(&chains[0], aip_core::receipts::HashForm::Omit).unwrap();
+    aip_core::chain::verify_chain_value(&chains[0], aip_core::chain::HashForm::Omit).unwrap();
     // Another tenant's exporter exports nothing of this tenant.
     let foreign = support::caller("svc:exporter", "u", &["audit:export"]);
     let (_, other) = send(runtime, &foreign, &audit(json!({ "export": true }))).await;

@@ -202,10 +202,7 @@ async fn a_plan_binds_the_commit_and_the_commit_pays_once_under_the_plans_operat
     .await;
     let chain: aip_core::ReceiptChain =
         serde_json::from_value(chain["body"]["receipt_chain"].clone()).unwrap();
-    assert!(
-        aip_core::receipts::verify_chain(&chain).is_ok(),
-        "{chain:?}"
-    );
+    assert!(aip_core::chain::verify_chain(&chain).is_ok(), "{chain:?}");
     // The action list filters by transaction, and each action's status names its transaction.
     let (_, list) = send(
         &rt,

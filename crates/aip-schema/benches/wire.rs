@@ -14,7 +14,7 @@
 //!   load (other tenants of the host) skews far less than runs measured one after the other.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use aip_core::receipts::{ChainBuilder, HashForm, verify_chain_value, verify_document_reference};
+use aip_core::chain::{ChainBuilder, HashForm, verify_chain_value, verify_document_reference};
 use aip_core::signing::{generate_signing_key, sign_value, verify_value};
 use aip_core::*;
 use aip_receipt_verify::{verify_document, verify_document_fast, verify_document_fast_split};

@@ -57,7 +57,7 @@ impl SchemaFile {
     }
 
     /// [`SchemaFile::decode`], also returning the JSON pointers of the receipt chains inside the
-    /// decoded value ([`receipts::embedded_chains`]), so a caller can verify their hashes over
+    /// decoded value ([`chain::embedded_chains`]), so a caller can verify their hashes over
     /// `value` as received without knowing this file's type.
     pub fn decode_receipt_chains(&self, value: &Value) -> Result<Vec<String>, DecodeError> {
         (self.check)(value)
@@ -85,11 +85,11 @@ fn generate<T: JsonSchema>() -> Value {
 fn check<T: serde::de::DeserializeOwned + Validate>(
     value: &Value,
 ) -> Result<Vec<String>, DecodeError> {
-    decode_value::<T>(value).map(|t| receipts::embedded_chains(&t))
+    decode_value::<T>(value).map(|t| chain::embedded_chains(&t))
 }
 
 fn check_envelope(value: &Value) -> Result<Vec<String>, DecodeError> {
-    decode::envelope_from_value(value).map(|e| receipts::embedded_chains(&e))
+    decode::envelope_from_value(value).map(|e| chain::embedded_chains(&e))
 }
 
 macro_rules! files {

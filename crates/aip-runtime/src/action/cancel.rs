@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::events::action_event;
+use crate::events::{EventKind, action_event};
 use crate::reply::Reply;
 use crate::runtime::Runtime;
 
@@ -67,7 +67,7 @@ impl Runtime {
         if record.state != ActionState::Cancelling {
             let now = now_ms();
             let event = action_event(
-                "aip.action.cancel_requested",
+                EventKind::ActionCancelRequested,
                 &record,
                 json!({ "requested_by": caller.id, "reason": reason }),
                 now,

@@ -15,11 +15,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::action::result::{self, status_str};
 use crate::admission::admitted::AdmittedRequest;
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::events::action_event;
+use crate::events::{EventKind, action_event};
 use crate::handler::{HandlerError, Mode, TrustedContext};
-use crate::receipts::ChainWriter;
 use crate::registry::AdmittedCapability;
 use crate::runtime::Runtime;
 use crate::stream::ChunkSink;
@@ -238,7 +238,7 @@ impl Runtime {
         if let (Value::Object(data), Value::Object(extra)) = (&mut data, event_data) {
             data.extend(extra);
         }
-        let event = action_event(&format!("aip.action.{}", state.as_str()), record, data, now);
+        let event = action_event(EventKind::ActionEnded(state), record, data, now);
         let transition = Transition {
             tenant: record.tenant.clone(),
             action_id: record.action_id.clone(),

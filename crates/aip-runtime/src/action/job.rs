@@ -14,10 +14,10 @@ use crate::action::ACTION_QUEUE;
 use crate::action::result;
 use crate::admission::admitted::AdmittedRequest;
 use crate::caller::Caller;
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::events::action_event;
-use crate::receipts::ChainWriter;
+use crate::events::{EventKind, action_event};
 use crate::runtime::Runtime;
 use crate::worker::JobKind;
 
@@ -177,7 +177,7 @@ impl Runtime {
                 } else {
                     let now = now_ms();
                     let event = action_event(
-                        "aip.action.started",
+                        EventKind::ActionStarted,
                         &record,
                         json!({ "attempt": lease.attempt }),
                         now,

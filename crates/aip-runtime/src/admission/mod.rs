@@ -17,6 +17,7 @@
 
 pub(crate) mod admitted;
 pub(crate) mod contract;
+pub(crate) mod draft;
 pub(crate) mod idempotency;
 pub(crate) mod identity;
 pub(crate) mod input;
@@ -31,9 +32,9 @@ use aip_store::{ActionRecord, Lease};
 use serde_json::Value;
 
 use crate::caller::Caller;
+use crate::chain::ChainWriter;
 use crate::error::RuntimeError;
 use crate::handler::Mode;
-use crate::receipts::ChainWriter;
 use crate::registry::AdmittedCapability;
 use crate::runtime::Runtime;
 

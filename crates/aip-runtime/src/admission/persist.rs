@@ -1,29 +1,25 @@
 //! Step 9: durable admission in one store transaction (action row, idempotency reservation,
 //! receipts, events, and the job: queued, or for sync work already leased to this node), and the
-//! answer when an earlier action owns the id or the key.
+//! answer when an earlier action owns the id or the key. Each feature adds its part to the
+//! [`Draft`] from its own `admit.rs` (approval, transaction, delegation; the callback subscription
+//! is checked in step 6); this module assembles and writes them.
 
 use std::sync::Arc;
 
-use aip_core::{ReceiptType, canonical::canonical_hash};
-use aip_store::{
-    ActionRecord, ActionState, AdmissionLease, AdmissionOutcome, IdempotencyClaim, NewAction,
-    NewJob, StoreError,
-};
-use serde_json::{Value, json};
+use aip_core::canonical::canonical_hash;
+use aip_store::{ActionRecord, AdmissionOutcome, IdempotencyClaim, NewAction, NewJob, StoreError};
+use serde_json::json;
 
 use crate::action::ACTION_QUEUE;
-use crate::admission::admitted::{AdmittedRequest, DelegationLink};
+use crate::admission::admitted::AdmittedRequest;
 use crate::admission::contract::Contract;
+use crate::admission::draft::{self, Draft};
 use crate::admission::policy::PolicyDecision;
 use crate::admission::{ActionRequest, Admission, Admitted, Existing};
 use crate::caller::Caller;
 use crate::error::RuntimeError;
-use crate::events::{bare_principal, new_event};
-use crate::handler::Mode;
-use crate::receipts::ChainWriter;
 use crate::registry::AdmittedCapability;
 use crate::runtime::Runtime;
-use serde::Deserialize as _;
 
 /// What steps 3-8 settled.
 pub(crate) struct Decided {
@@ -50,253 +46,52 @@ pub(crate) async fn admit(
         transaction,
         callback,
     } = decided;
-    let (slot, link, deferred) = match transaction {
-        crate::transaction::Checked::None => (Value::Null, None, None),
-        crate::transaction::Checked::Admit(t) => (
-            serde_json::to_value(&t.slot).map_err(|e| {
-                RuntimeError::Storage(StoreError::Corrupt(format!("transaction slot: {e}")))
-            })?,
-            Some(t.link),
-            None,
-        ),
-        // Refused unless an earlier action answers: the unwritable link makes sure nothing new
-        // is admitted.
-        crate::transaction::Checked::Refuse(err) => (
-            Value::Null,
-            Some(crate::transaction::unwritable_link()),
-            Some(err),
-        ),
-    };
-    let committing = link
-        .as_ref()
-        .is_some_and(|l| l.role == aip_store::TransactionRole::Commit);
-    let action = &request.action;
-    let action_id = action.id.as_str().to_owned();
-    let (mode, now) = (contract.mode, contract.now_ms);
+    let transaction = crate::transaction::admit::prepare(transaction)?;
     let input_hash = crate::admission::idempotency::input_hash(request);
-    let agent = &runtime.config().agent;
-    let actor = bare_principal(&caller.id, caller.kind);
-    let correlation = request
-        .correlation_id
-        .clone()
-        .map(aip_core::CorrelationId::new);
-    let mut chain = ChainWriter::new(&action_id, caller, correlation);
-    chain.push(
-        ReceiptType::RequestReceived,
-        &actor,
-        json!({ "message_id": request.message_id, "capability_id": action.capability_id, "input_hash": input_hash }),
-        now,
-    );
-    chain.push(
-        ReceiptType::ActionAccepted,
-        agent,
-        json!({ "action_id": action_id, "mode": mode.as_str(), "deadline_ms": contract.deadline_ms }),
-        now,
-    );
-    let gate = match decision {
-        PolicyDecision::Allow { basis } => {
-            chain.push(
-                ReceiptType::PolicyDecision,
-                agent,
-                json!({ "decision": "allow", "basis": basis, "principal": caller.id, "tenant": caller.tenant }),
-                now,
-            );
-            None
-        }
-        PolicyDecision::RequireApproval {
-            policy,
-            excluded_roles,
-        } => {
-            let approval = crate::approval::request_for(
-                caller,
-                &capability,
-                &action_id,
-                &input_hash,
-                (*policy, excluded_roles),
-                &slot,
-                now,
-            )?;
-            chain.push(
-                ReceiptType::PolicyDecision,
-                agent,
-                json!({ "decision": "approval_required", "approval_id": approval.approval_id, "policy_hash": approval.policy_hash, "principal": caller.id, "tenant": caller.tenant }),
-                now,
-            );
-            chain.push(
-                ReceiptType::ApprovalRequested,
-                agent,
-                json!({ "approval_id": approval.approval_id, "policy_hash": approval.policy_hash, "expires_at_ms": approval.expires_at_ms }),
-                now,
-            );
-            Some(approval)
-        }
-    };
-    // The claim of a plan (or of a direct execution) is receipted with the admission that makes it,
-    // and its reconciliation timer is queued with it (spec 13.6: durable from the first moment).
-    let mut timers = Vec::new();
-    if matches!(slot["mode"].as_str(), Some("commit" | "execute")) {
-        if let Some(timer) = crate::transaction::reconcile::timer(
-            runtime,
-            &caller.tenant,
-            &action_id,
-            slot["transaction_id"].as_str().unwrap_or_default(),
-            now,
-        ) {
-            timers.push(timer);
-        }
-        chain.push(
-            ReceiptType::TransactionCommitStarted,
-            agent,
-            json!({ "transaction_id": slot["transaction_id"], "mode": slot["mode"], "plan_id": slot.get("plan_id"),
-                    "plan_hash": slot.get("plan_hash"), "provider_operation": slot.get("operation") }),
-            now,
-        );
-    }
-    // Streaming work is queued like async work (spec 11.6): a leased worker runs it, so it survives
-    // restarts and its chunks are fenced.
-    let queued = mode != Mode::Sync;
-    let event = |kind: &str, data: Value| {
-        new_event(
-            kind,
-            (&caller.tenant, &caller.id),
-            request.session_id.clone(),
-            Some(action_id.clone()),
-            request.correlation_id.clone(),
-            (data, now),
-        )
-    };
-    let mut events = vec![event(
-        "aip.action.accepted",
-        json!({ "capability_id": action.capability_id, "mode": mode.as_str() }),
-    )];
-    let (state, job, lease) = match &gate {
-        // Waiting for approval: no worker may take it; the job is the approval's expiry timer.
-        Some(approval) => {
-            events.push(event(
-                "aip.action.pending_approval",
-                json!({ "approval_id": approval.approval_id, "expires_at_ms": approval.expires_at_ms }),
-            ));
-            (
-                ActionState::PendingApproval,
-                crate::approval::expiry::timer(runtime, caller, &action_id, approval),
-                None,
-            )
-        }
-        // Every other action has a job. Queued work waits for a worker; sync work is run at once by
-        // this node under a lease taken in this transaction, so it is fenced like queued work, no
-        // other node's recovery touches it while the lease lives, and if this node dies a worker
-        // elsewhere takes the lapsed lease over (never re-running a mutation).
-        None => {
-            events.push(event(
-                if queued {
-                    "aip.action.queued"
-                } else {
-                    "aip.action.started"
-                },
-                json!({}),
-            ));
-            (
-                if queued {
-                    ActionState::Queued
-                } else {
-                    ActionState::Running
-                },
-                action_job(runtime, &caller.tenant, &action_id, now),
-                (!queued).then(|| AdmissionLease {
-                    worker: runtime.worker_id().clone(),
-                    lease_ms: runtime.lease_ms(),
-                }),
-            )
-        }
-    };
-    let mut admitted = AdmittedRequest::new(
-        action.clone(),
-        request.message_id.clone(),
-        request.trace.clone(),
-        caller,
-        request.key().map(str::to_owned),
-    );
-    admitted.approval_id = gate.as_ref().map(|a| a.approval_id.clone());
-    admitted.transaction = (!slot.is_null()).then_some(slot);
-    // The delegation graph (spec 14.5): a child records its parent; a parent whose capability a
-    // peer serves records the child it will make (its ids follow from the parent's).
-    if let Some(delegation) = &request.delegation {
-        // Set only by the runtime's own delegation path, always with its id.
-        admitted.delegation = Some(
-            DelegationLink::deserialize(delegation)
-                .map_err(|_| RuntimeError::Internal("a delegation link that does not decode"))?,
-        );
-    } else if let Some(peer) = capability.handler.delegation_peer() {
-        let (delegation_id, child_action_id) =
-            crate::delegation::ids_of(&caller.tenant, &action_id);
-        // The receipt binds the parent to the one child it may have (spec 18.1 `delegation_made`).
-        let identity = capability.handler.delegation_identity();
-        let mut made = json!({ "delegation_id": delegation_id, "parent_action_id": action_id,
-                               "child_action_id": child_action_id, "peer": peer });
-        let mut rest = serde_json::Map::new();
-        rest.insert("role".into(), json!("parent"));
-        if let Some(identity) = identity {
-            made["peer_identity"] = identity.clone();
-            rest.insert("peer_identity".into(), identity);
-        }
-        chain.push(ReceiptType::DelegationMade, agent, made, now);
-        admitted.delegation = Some(DelegationLink {
-            delegation_id,
-            parent_action_id: None,
-            child_action_id: Some(child_action_id),
-            peer: Some(peer.to_owned()),
-            rest,
-        });
-        // Durable from the first moment: if the parent ends with its child's outcome unknown, this
-        // timer follows the child up (spec 14.5).
-        timers.push(crate::delegation::follow::timer(
-            &caller.tenant,
-            &action_id,
-            contract.deadline_ms,
-        ));
-    }
-    let approval_id = gate.as_ref().map(|a| a.approval_id.clone());
-    // The admission decision's audit event (spec 18.3), in the admission transaction. A principal
-    // acting under a configuration-bound external account is recorded with it.
-    let mut audit_data = json!({ "capability_id": action.capability_id, "mode": mode.as_str(),
-        "state": state.as_str(), "decision": if approval_id.is_some() { "approval_required" } else { "allow" },
-        "issuer": caller.issuer });
-    if let Some(id) = &approval_id {
-        audit_data["approval_id"] = json!(id);
-    }
-    if let Some(account) = &caller.external_account {
-        audit_data["external_account"] = json!(account);
-    }
-    let audit = vec![crate::events::new_audit(
-        caller,
-        "action.admitted",
-        now,
-        audit_data,
-        (Some(&action_id), request.session_id.as_deref()),
-    )];
+    let mut draft = Draft::open(runtime, caller, request, &contract, &input_hash);
+    let approval = crate::approval::admit::contribute(
+        &mut draft,
+        &capability,
+        decision,
+        &input_hash,
+        &transaction.stored,
+    )?;
+    crate::transaction::admit::contribute(&mut draft, &transaction);
+    let mode = contract.mode;
+    let start = draft::start(&draft, request, mode, approval.as_ref());
+    let delegation = request.delegation.as_ref();
+    crate::delegation::admit::contribute(
+        &mut draft,
+        delegation,
+        &capability,
+        contract.deadline_ms,
+    )?;
+    let audit = vec![draft::audit(&draft, request, mode, start.state)];
+    let approval_id = draft.admitted.approval_id.clone();
+    let (commits, link) = (transaction.commits(), transaction.link);
     let admission = aip_store::Admission {
         action: NewAction {
-            action_id: action_id.clone(),
+            action_id: draft.action_id.clone(),
             tenant: caller.tenant.clone(),
             principal: caller.id.clone(),
             session_id: request.session_id.clone(),
-            capability: action.capability_id.as_str().to_owned(),
+            capability: request.action.capability_id.as_str().to_owned(),
             correlation_id: request.correlation_id.clone(),
             mode: mode.as_str().to_owned(),
-            state,
+            state: start.state,
             input_hash: Some(input_hash),
             deadline_ms: Some(contract.deadline_ms),
-            created_at_ms: now,
-            request: admitted.to_value()?,
+            created_at_ms: draft.now,
+            request: draft.admitted.to_value()?,
         },
         idempotency,
-        receipts: chain.take(),
-        events,
-        job: Some(job),
-        lease,
-        approval: gate,
+        receipts: draft.chain.take(),
+        events: start.events,
+        job: Some(start.job),
+        lease: start.lease,
+        approval,
         transaction: link,
-        timers,
+        timers: draft.timers,
         callback,
         audit,
         quota: runtime.quotas().of(caller),
@@ -307,9 +102,33 @@ pub(crate) async fn admit(
             capability,
             mode,
             lease,
-            chain,
+            chain: draft.chain,
             approval_id,
         })),
+        outcome => {
+            not_admitted(
+                runtime,
+                caller,
+                request,
+                outcome,
+                (transaction.deferred, commits),
+            )
+            .await
+        }
+    }
+}
+
+/// The answer to an admission the store did not make: an earlier action's, or the refusal.
+/// `deferred` is the transaction checks' refusal, returned unless an earlier action answers;
+/// `commits` says whether the step claimed a plan.
+async fn not_admitted(
+    runtime: &Runtime,
+    caller: &Caller,
+    request: &ActionRequest,
+    outcome: Result<AdmissionOutcome, StoreError>,
+    (deferred, commits): (Option<RuntimeError>, bool),
+) -> Result<Admission, RuntimeError> {
+    match outcome {
         Ok(AdmissionOutcome::Replayed { original, .. }) => {
             let why = if is_resend(caller, request, &original) {
                 Existing::Redelivery
@@ -320,7 +139,7 @@ pub(crate) async fn admit(
         }
         Ok(AdmissionOutcome::Conflict { reservation }) => {
             // The key's owner may be this very action, re-sent: that is delivery, not a collision.
-            if reservation.action_id == action_id {
+            if reservation.action_id == request.action.id.as_str() {
                 resend_of(runtime, caller, request)
                     .await?
                     .ok_or(RuntimeError::IdempotencyConflict)
@@ -342,7 +161,7 @@ pub(crate) async fn admit(
             .ok_or(RuntimeError::DuplicateActionId),
         // The transaction moved since it was checked (another commit claimed the plan first), or
         // the request was refused and no earlier action answers it.
-        Err(StoreError::StateConflict { .. }) if deferred.is_some() || committing => Err(deferred
+        Err(StoreError::StateConflict { .. }) if deferred.is_some() || commits => Err(deferred
             .unwrap_or_else(|| {
                 crate::error::TransactionError::PlanClaimed(
                     "another commit claimed it first".into(),

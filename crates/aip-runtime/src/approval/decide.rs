@@ -17,11 +17,11 @@ use crate::action::result;
 use crate::approval::predicate::{self, Op};
 use crate::approval::{Vote, effective_rule, eligible, governs, satisfied, stored_request};
 use crate::caller::Caller;
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::{ApprovalError, RuntimeError};
-use crate::events::action_event;
+use crate::events::{EventKind, action_event};
 use crate::read::views::corrupt;
-use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 
 /// Concurrent deciders retry their compare-and-set this often before giving up (each retry re-reads
@@ -291,12 +291,12 @@ impl Runtime {
             result: None,
             events: vec![
                 action_event(
-                    "aip.approval.granted",
+                    EventKind::ApprovalGranted,
                     action,
                     json!({ "approval_id": record.approval_id }),
                     now,
                 ),
-                action_event("aip.action.queued", action, json!({}), now),
+                action_event(EventKind::ActionQueued, action, json!({}), now),
             ],
             receipts: chain.take(),
             fence: None,
@@ -326,7 +326,16 @@ impl Runtime {
         let mut failed: ActionResult =
             result::failed_with(&action.action_id, end.code, end.message);
         failed.receipt = chain.last_ref();
-        let outcome = end.receipt.as_str().trim_start_matches("approval_");
+        let outcome = match end.receipt {
+            ReceiptType::ApprovalDenied => EventKind::ApprovalDenied,
+            ReceiptType::ApprovalRevoked => EventKind::ApprovalRevoked,
+            ReceiptType::ApprovalExpired => EventKind::ApprovalExpired,
+            _ => {
+                return Err(RuntimeError::Internal(
+                    "an approval ending without its receipt",
+                ));
+            }
+        };
         let approval_id = end
             .receipt_data
             .get("approval_id")
@@ -339,14 +348,9 @@ impl Runtime {
             to: end.to,
             result: Some(serde_json::to_value(&failed).map_err(|e| corrupt(e.to_string()))?),
             events: vec![
+                action_event(outcome, action, json!({ "approval_id": approval_id }), now),
                 action_event(
-                    &format!("aip.approval.{outcome}"),
-                    action,
-                    json!({ "approval_id": approval_id }),
-                    now,
-                ),
-                action_event(
-                    &format!("aip.action.{}", end.to.as_str()),
+                    EventKind::ActionEnded(end.to),
                     action,
                     json!({ "status": "failed" }),
                     now,
@@ -533,7 +537,7 @@ impl Runtime {
             to: ActionState::Cancelled,
             result: Some(serde_json::to_value(&cancelled).map_err(|e| corrupt(e.to_string()))?),
             events: vec![action_event(
-                "aip.action.cancelled",
+                EventKind::ActionEnded(ActionState::Cancelled),
                 action,
                 json!({ "status": "cancelled", "approval_id": approval_id }),
                 now,

@@ -7,6 +7,7 @@
 //! Nothing asserted in an action or a decision payload satisfies a rule. A policy naming an external
 //! system or delegated authority is refused at startup: this resolver cannot verify either.
 
+pub(crate) mod admit;
 pub(crate) mod decide;
 pub(crate) mod expiry;
 pub mod predicate;

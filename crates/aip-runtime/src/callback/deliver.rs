@@ -17,10 +17,10 @@ use tokio::sync::Notify;
 
 use super::{DeliverySpec, HTTP_PROFILE, NATS_PROFILE, SendError, sign};
 use crate::action::result;
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::read::views;
-use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 use crate::worker::{JobKind, retry_timer};
 

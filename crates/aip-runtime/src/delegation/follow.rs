@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::action::result;
+use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
-use crate::events::action_event;
+use crate::events::{EventKind, action_event};
 use crate::handler::Reconciliation;
-use crate::receipts::ChainWriter;
 use crate::runtime::Runtime;
 use crate::worker::JobKind;
 
@@ -153,7 +153,7 @@ impl Runtime {
         let mut data = json!({ "delegation_id": link.map(|d| &d.delegation_id),
                                "child_action_id": link.and_then(|d| d.child_action_id.as_ref()),
                                "peer": link.and_then(|d| d.peer.as_ref()), "outcome": outcome });
-        let mut event = action_event("aip.delegation.reconciled", parent, data.clone(), now);
+        let mut event = action_event(EventKind::DelegationReconciled, parent, data.clone(), now);
         event.event_id = format!(
             "evt_dlgrec_{}",
             &aip_core::canonical::sha256_hex(

@@ -17,6 +17,7 @@
 //!   and its own `region` against the last entry's constraints.
 //! - Sending: the `peer` handler (`crate::handler::peer`) delegates a capability to a peer.
 
+pub(crate) mod admit;
 pub(crate) mod follow;
 mod serve;
 

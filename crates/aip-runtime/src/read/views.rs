@@ -95,7 +95,7 @@ pub(crate) fn chain(
         })
         .collect::<Result<Vec<_>, _>>()?;
     let root_hash = (!records.is_empty())
-        .then(|| aip_core::receipts::root_hash(records.iter().map(|r| r.hash.as_str())));
+        .then(|| aip_core::chain::root_hash(records.iter().map(|r| r.hash.as_str())));
     Ok(ReceiptChain {
         chain_id: chain_id.to_owned(),
         receipts,

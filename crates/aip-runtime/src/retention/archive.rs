@@ -210,7 +210,7 @@ fn chain_purge(c: &DueChain) -> Result<ChainPurge, RuntimeError> {
         principal: c.receipts.first().and_then(|r| r.principal.clone()),
         receipts: c.receipts.len() as u64,
         last_hash: last.hash.clone(),
-        root_hash: aip_core::receipts::root_hash(c.receipts.iter().map(|r| r.hash.as_str())),
+        root_hash: aip_core::chain::root_hash(c.receipts.iter().map(|r| r.hash.as_str())),
     })
 }
 

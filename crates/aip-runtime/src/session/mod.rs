@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
+use crate::events::EventKind;
 use crate::read::views;
 use crate::reply::Reply;
 use crate::runtime::Runtime;
@@ -148,7 +149,7 @@ impl Runtime {
         let now = now_ms();
         let owner = Caller::owner(&session.tenant, &session.principal);
         let event = self.session_record_event(
-            "aip.session.cancel_requested",
+            EventKind::SessionCancelRequested,
             &owner,
             &session,
             json!({ "requested_by": caller.id, "reason": reason, "requested": requested_total, "not_cancellable": not_cancellable_total }),
@@ -241,7 +242,7 @@ impl Runtime {
         let session_id = SessionId::generate();
         let data = json!({ "purpose": handshake.purpose, "profiles": agreed_profiles, "capabilities": agreed, "principal_kind": caller.kind });
         let event = self.session_event(
-            "aip.session.created",
+            EventKind::SessionCreated,
             caller,
             session_id.as_str(),
             envelope,
@@ -403,7 +404,7 @@ impl Runtime {
             // A profile session closed before its initialization finished (spec 10.3 knows no
             // `new -> cancelled`): it becomes active only to be cancelled at once.
             let event = self.session_record_event(
-                "aip.session.activated",
+                EventKind::SessionActivated,
                 &owner,
                 &current,
                 json!({ "closing": true }),
@@ -422,7 +423,7 @@ impl Runtime {
                 | SessionState::WaitingForHuman
         ) {
             let event = self.session_record_event(
-                "aip.session.cancelled",
+                EventKind::SessionCancelled,
                 &owner,
                 &current,
                 json!({ "closed_by": caller.id, "reason": reason }),
@@ -436,8 +437,13 @@ impl Runtime {
             current.state,
             SessionState::Completed | SessionState::Failed | SessionState::Cancelled
         ) {
-            let event =
-                self.session_record_event("aip.session.settled", &owner, &current, json!({}), now);
+            let event = self.session_record_event(
+                EventKind::SessionSettled,
+                &owner,
+                &current,
+                json!({}),
+                now,
+            );
             current = self
                 .transition_session(&current, SessionState::Settled, event, now)
                 .await?;
@@ -592,7 +598,7 @@ impl Runtime {
 
     fn session_event(
         &self,
-        kind: &str,
+        kind: EventKind,
         caller: &Caller,
         session_id: &str,
         envelope: &Envelope,
@@ -614,7 +620,7 @@ impl Runtime {
 
     fn session_record_event(
         &self,
-        kind: &str,
+        kind: EventKind,
         owner: &Caller,
         s: &SessionRecord,
         data: Value,

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
+use crate::events::EventKind;
 use crate::runtime::Runtime;
 use crate::session::SESSION_TTL_MS;
 
@@ -112,7 +113,7 @@ impl Runtime {
     ) -> Result<SessionRecord, RuntimeError> {
         let now = now_ms();
         let event = crate::events::new_event(
-            "aip.session.created",
+            EventKind::SessionCreated,
             (&caller.tenant, &caller.id),
             Some(session_id.clone()),
             None,
@@ -194,7 +195,7 @@ impl Runtime {
         }
         let now = now_ms();
         let event = crate::events::new_event(
-            "aip.session.activated",
+            EventKind::SessionActivated,
             (&caller.tenant, &caller.id),
             Some(session.session_id.clone()),
             None,

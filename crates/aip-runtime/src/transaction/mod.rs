@@ -11,6 +11,7 @@
 //! compensable), or as not committed (then the plan may be committed again). Compensation is a new
 //! governed action of the compensating capability (13.7).
 
+pub(crate) mod admit;
 pub(crate) mod reconcile;
 pub(crate) mod run;
 pub(crate) mod serve;
