@@ -24,41 +24,6 @@ pub enum Accept {
     ActionsOnly,
 }
 
-/// The message types this runtime serves, grouped by area (what the dispatch table has rows for).
-pub const SERVED: &[MessageType] = &[
-    MessageType::Handshake,
-    MessageType::Action,
-    MessageType::Cancel,
-    MessageType::Heartbeat,
-    MessageType::ActionStatusRequest,
-    MessageType::ActionResultRequest,
-    MessageType::ActionListRequest,
-    MessageType::ActionEventsRequest,
-    MessageType::SessionRequest,
-    MessageType::SessionListRequest,
-    MessageType::SessionCloseRequest,
-    MessageType::SessionResumeRequest,
-    MessageType::ManifestRequest,
-    MessageType::EventStreamRequest,
-    MessageType::ReceiptQueryRequest,
-    MessageType::AuditQueryRequest,
-    MessageType::ApprovalDecision,
-    MessageType::ApprovalQueryRequest,
-    MessageType::ApprovalListRequest,
-    MessageType::Escalation,
-    MessageType::EscalationResolution,
-    MessageType::ResourceListRequest,
-    MessageType::ResourceReadRequest,
-    MessageType::TransactionRequest,
-    MessageType::TransactionQueryRequest,
-    MessageType::CallbackDeliveryQueryRequest,
-    MessageType::CallbackDeliveryListRequest,
-    MessageType::DelegationRequest,
-    MessageType::ChannelMessage,
-    MessageType::Conversation,
-    MessageType::BatchSettlement,
-];
-
 impl Runtime {
     /// Decodes, authenticates and serves one native envelope (spec 20.1). Never panics; every
     /// rejection is an `aip.core.v1.error` envelope with its typed code.
@@ -140,152 +105,172 @@ impl Runtime {
             served => served,
         }
     }
+}
 
-    async fn serve_authenticated(
-        self: &Arc<Self>,
-        caller: &Caller,
-        envelope: &Envelope,
-    ) -> Result<Reply, RuntimeError> {
-        let request = envelope;
-        use MessageBody as B;
-        Ok(match &envelope.body {
-            B::Handshake(b) => crate::session::serve_handshake(self, caller, request, b).await?,
-            B::Action(b) => {
-                let submitted = self
-                    .submit_action(caller, ActionRequest::from_envelope(request, b))
-                    .await?;
-                crate::action::reply(request, submitted)
+/// The table: one row per message type served, `Type(body) => reply`. It generates [`SERVED`] and
+/// the dispatch, so the two cannot disagree.
+macro_rules! dispatch_table {
+    (
+        async fn $name:ident($this:ident, $caller:ident, $request:ident) {
+            $( $variant:ident($body:pat) => $serve:expr, )+
+        }
+    ) => {
+        /// The message types this runtime serves: the rows of its dispatch table, grouped by area.
+        pub const SERVED: &[MessageType] = &[$(MessageType::$variant),+];
+
+        impl Runtime {
+            async fn $name(
+                $this: &Arc<Self>,
+                $caller: &Caller,
+                $request: &Envelope,
+            ) -> Result<Reply, RuntimeError> {
+                use MessageBody as B;
+                Ok(match &$request.body {
+                    $( B::$variant($body) => $serve, )+
+                    other => {
+                        return Err(RuntimeError::UnsupportedMessage(
+                            other.message_type().as_str().to_owned(),
+                        ));
+                    }
+                })
             }
-            B::Cancel(b) => crate::action::cancel::serve(self, caller, request, b).await?,
-            B::Heartbeat(b) => crate::session::heartbeat(request, b),
-            B::ActionStatusRequest(b) => Reply::done(
-                request,
-                B::ActionStatus(self.read_action_status(caller, b).await?),
+        }
+    };
+}
+
+dispatch_table! {
+    async fn serve_authenticated(self, caller, request) {
+        Handshake(b) => crate::session::serve_handshake(self, caller, request, b).await?,
+        Action(b) => {
+            let submitted = self
+                .submit_action(caller, ActionRequest::from_envelope(request, b))
+                .await?;
+            crate::action::reply(request, submitted)
+        },
+        Cancel(b) => crate::action::cancel::serve(self, caller, request, b).await?,
+        Heartbeat(b) => crate::session::heartbeat(request, b),
+        ActionStatusRequest(b) => Reply::done(
+            request,
+            B::ActionStatus(self.read_action_status(caller, b).await?),
+        ),
+        ActionResultRequest(b) => Reply::done(
+            request,
+            B::ActionResult(self.read_action_result(caller, b).await?),
+        ),
+        ActionListRequest(b) => Reply::done(
+            request,
+            B::ActionList(self.read_action_list(caller, b).await?),
+        ),
+        ActionEventsRequest(b) => Reply::done(
+            request,
+            B::ActionEvents(self.read_action_events(caller, b, None).await?),
+        ),
+        SessionRequest(b) => {
+            Reply::done(request, B::SessionView(self.read_session(caller, b).await?))
+        },
+        SessionListRequest(b) => Reply::done(
+            request,
+            B::SessionList(self.read_sessions(caller, b).await?),
+        ),
+        SessionCloseRequest(b) => Reply::done(
+            request,
+            B::SessionView(
+                self.close_session(caller, b.session_id.as_str(), b.reason.as_deref())
+                    .await?,
             ),
-            B::ActionResultRequest(b) => Reply::done(
-                request,
-                B::ActionResult(self.read_action_result(caller, b).await?),
-            ),
-            B::ActionListRequest(b) => Reply::done(
-                request,
-                B::ActionList(self.read_action_list(caller, b).await?),
-            ),
-            B::ActionEventsRequest(b) => Reply::done(
-                request,
-                B::ActionEvents(self.read_action_events(caller, b, None).await?),
-            ),
-            B::SessionRequest(b) => {
-                Reply::done(request, B::SessionView(self.read_session(caller, b).await?))
-            }
-            B::SessionListRequest(b) => Reply::done(
-                request,
-                B::SessionList(self.read_sessions(caller, b).await?),
-            ),
-            B::SessionCloseRequest(b) => Reply::done(
-                request,
-                B::SessionView(
-                    self.close_session(caller, b.session_id.as_str(), b.reason.as_deref())
-                        .await?,
-                ),
-            ),
-            B::SessionResumeRequest(b) => Reply::done(
-                request,
-                B::SessionResume(self.read_resume(caller, b).await?),
-            ),
-            B::ManifestRequest(b) => Reply::done(
-                request,
-                B::Manifest(self.manifest(caller, b.filter.as_ref(), &b.profiles)),
-            ),
-            B::EventStreamRequest(b) => Reply::done(
-                request,
-                B::EventStream(self.read_events(caller, b, None).await?),
-            ),
-            B::ReceiptQueryRequest(b) => Reply::done(
-                request,
-                B::ReceiptChain(self.read_receipts(caller, b).await?),
-            ),
-            B::AuditQueryRequest(b) => Reply::done(
-                request,
-                B::AuditQueryResult(self.read_audit(caller, b).await?),
-            ),
-            B::ApprovalDecision(b) => Reply::done(
-                request,
-                B::ApprovalRecordView(self.decide_approval(caller, b).await?),
-            ),
-            B::ApprovalQueryRequest(b) => Reply::done(
-                request,
-                B::ApprovalRecordView(self.read_approval(caller, b).await?),
-            ),
-            B::ApprovalListRequest(b) => Reply::done(
-                request,
-                B::ApprovalList(self.read_approvals(caller, b).await?),
-            ),
-            B::ResourceListRequest(b) => Reply::done(
-                request,
-                B::ResourceList(self.read_resources(caller, b).await?),
-            ),
-            B::ResourceReadRequest(b) => Reply::done(
-                request,
-                B::ResourceReadResult(self.read_resource(caller, b).await?),
-            ),
-            B::TransactionRequest(b) => self.serve_transaction_request(caller, request, b).await?,
-            B::TransactionQueryRequest(b) => Reply::done(
-                request,
-                B::TransactionView(self.read_transaction(caller, b).await?),
-            ),
-            B::CallbackDeliveryQueryRequest(b) => Reply::done(
-                request,
-                B::CallbackDeliveryRecord(self.read_callback_delivery(caller, b).await?),
-            ),
-            B::CallbackDeliveryListRequest(b) => Reply::done(
-                request,
-                B::CallbackDeliveryList(self.read_callback_deliveries(caller, b).await?),
-            ),
-            B::DelegationRequest(b) => self.serve_delegation_request(caller, request, b).await?,
-            // Recording answers with the conversation as it now is.
-            B::ChannelMessage(b) => {
-                let recorded = self
-                    .record_channel_message(caller, b, channel_source(request))
-                    .await?;
-                Reply::done(
-                    request,
-                    B::Conversation(aip_core::ConversationUpdated {
-                        conversation: recorded.conversation,
-                        identity: None,
-                        changed_fields: vec!["messages".into()],
-                    }),
-                )
-            }
-            // Closing a batch answers with the batch (signed, with its chain: `read_settlement`).
-            B::BatchSettlement(b) => {
-                let view = self.close_settlement(caller, b).await?;
-                let batch =
-                    serde_json::from_value(view.envelope["body"]["batch_settlement"].clone())
-                        .map_err(|_| {
-                            RuntimeError::Internal("a stored settlement batch does not decode")
-                        })?;
-                Reply::done(request, B::BatchSettlement(batch))
-            }
-            B::Conversation(b) => Reply::done(
+        ),
+        SessionResumeRequest(b) => Reply::done(
+            request,
+            B::SessionResume(self.read_resume(caller, b).await?),
+        ),
+        ManifestRequest(b) => Reply::done(
+            request,
+            B::Manifest(self.manifest(caller, b.filter.as_ref(), &b.profiles)),
+        ),
+        EventStreamRequest(b) => Reply::done(
+            request,
+            B::EventStream(self.read_events(caller, b, None).await?),
+        ),
+        ReceiptQueryRequest(b) => Reply::done(
+            request,
+            B::ReceiptChain(self.read_receipts(caller, b).await?),
+        ),
+        AuditQueryRequest(b) => Reply::done(
+            request,
+            B::AuditQueryResult(self.read_audit(caller, b).await?),
+        ),
+        ApprovalDecision(b) => Reply::done(
+            request,
+            B::ApprovalRecordView(self.decide_approval(caller, b).await?),
+        ),
+        ApprovalQueryRequest(b) => Reply::done(
+            request,
+            B::ApprovalRecordView(self.read_approval(caller, b).await?),
+        ),
+        ApprovalListRequest(b) => Reply::done(
+            request,
+            B::ApprovalList(self.read_approvals(caller, b).await?),
+        ),
+        Escalation(b) => self.raise_escalation(caller, request, b).await?,
+        EscalationResolution(b) => {
+            self.serve_escalation_resolution(caller, request, b).await?
+        },
+        ResourceListRequest(b) => Reply::done(
+            request,
+            B::ResourceList(self.read_resources(caller, b).await?),
+        ),
+        ResourceReadRequest(b) => Reply::done(
+            request,
+            B::ResourceReadResult(self.read_resource(caller, b).await?),
+        ),
+        TransactionRequest(b) => self.serve_transaction_request(caller, request, b).await?,
+        TransactionQueryRequest(b) => Reply::done(
+            request,
+            B::TransactionView(self.read_transaction(caller, b).await?),
+        ),
+        CallbackDeliveryQueryRequest(b) => Reply::done(
+            request,
+            B::CallbackDeliveryRecord(self.read_callback_delivery(caller, b).await?),
+        ),
+        CallbackDeliveryListRequest(b) => Reply::done(
+            request,
+            B::CallbackDeliveryList(self.read_callback_deliveries(caller, b).await?),
+        ),
+        DelegationRequest(b) => self.serve_delegation_request(caller, request, b).await?,
+        // Recording answers with the conversation as it now is.
+        ChannelMessage(b) => {
+            let recorded = self
+                .record_channel_message(caller, b, channel_source(request))
+                .await?;
+            Reply::done(
                 request,
                 B::Conversation(aip_core::ConversationUpdated {
-                    conversation: self
-                        .update_conversation(caller, b, channel_source(request))
-                        .await?,
+                    conversation: recorded.conversation,
                     identity: None,
-                    changed_fields: b.changed_fields.clone(),
+                    changed_fields: vec!["messages".into()],
                 }),
-            ),
-            B::Escalation(b) => self.raise_escalation(caller, request, b).await?,
-            B::EscalationResolution(b) => {
-                self.serve_escalation_resolution(caller, request, b).await?
-            }
-            other => {
-                return Err(RuntimeError::UnsupportedMessage(
-                    other.message_type().as_str().to_owned(),
-                ));
-            }
-        })
+            )
+        },
+        Conversation(b) => Reply::done(
+            request,
+            B::Conversation(aip_core::ConversationUpdated {
+                conversation: self
+                    .update_conversation(caller, b, channel_source(request))
+                    .await?,
+                identity: None,
+                changed_fields: b.changed_fields.clone(),
+            }),
+        ),
+        // Closing a batch answers with the batch (signed, with its chain: `read_settlement`).
+        BatchSettlement(b) => {
+            let view = self.close_settlement(caller, b).await?;
+            let batch =
+                serde_json::from_value(view.envelope["body"]["batch_settlement"].clone())
+                    .map_err(|_| {
+                        RuntimeError::Internal("a stored settlement batch does not decode")
+                    })?;
+            Reply::done(request, B::BatchSettlement(batch))
+        },
     }
 }
 
