@@ -3,30 +3,13 @@
 use aip_core::PrincipalKind;
 use serde::Serialize;
 
-/// Grants every scope below, within the caller's own tenant.
-pub const SCOPE_ALL: &str = "*";
+use crate::scope::*;
+
 /// The tenant of principals and resources configured without one.
 pub const DEFAULT_TENANT: &str = "default";
-/// Reads every object of the caller's tenant, not only the caller's own.
-pub const SCOPE_READ_TENANT: &str = "read:tenant";
-/// Reads the tenant's audit events (spec 18.3).
-pub const SCOPE_AUDIT_READ: &str = "audit:read";
-/// Exports the tenant's audit events with their receipts (spec 16.7: dedicated authority, because
-/// exported records may leave the runtime's trust boundary).
-pub const SCOPE_AUDIT_EXPORT: &str = "audit:export";
-/// Re-drives failed or dead-lettered callback deliveries of the caller's tenant (spec 17.3; an
-/// operator's authority).
-pub const SCOPE_CALLBACKS_REDRIVE: &str = "callbacks:redrive";
-/// Reads the outputs of other principals' actions whose data is `restricted`, `regulated` or of
-/// `unknown` sensitivity (spec 9.6: unknown is treated conservatively); an action's owner always
 /// The issuer of callers the runtime itself acts as (a reconciliation admitted as its commit's
 /// principal); no authentication path issues it (bearer, webhook, OAuth URLs, peer did:keys).
 pub const RUNTIME_ISSUER: &str = "runtime";
-
-/// reads its own.
-pub const SCOPE_DATA_SENSITIVE: &str = "data:sensitive";
-/// Prefix of invocation scopes: `invoke:<capability id>`, `invoke:<prefix>*` or `invoke:*`.
-pub const SCOPE_INVOKE_PREFIX: &str = "invoke:";
 
 /// An external account bound to a principal by trusted configuration (spec 8.2-8.3, 22.6): the
 /// provider-side account its work runs under. Never taken from a request.
@@ -106,13 +89,13 @@ impl Caller {
     /// `approval:export` and `approval:sensitive`, or `*`.
     pub fn may_export_approvals(&self) -> bool {
         self.has(SCOPE_ALL)
-            || (self.has(crate::approval::SCOPE_APPROVAL_EXPORT)
-                && self.has(crate::approval::SCOPE_APPROVAL_SENSITIVE))
+            || (self.has(crate::scope::SCOPE_APPROVAL_EXPORT)
+                && self.has(crate::scope::SCOPE_APPROVAL_SENSITIVE))
     }
 
     /// Whether the caller may see and resolve its tenant's escalations (spec 12.7).
     pub fn may_resolve_escalations(&self) -> bool {
-        self.has(SCOPE_ALL) || self.has(crate::escalation::SCOPE_ESCALATION_RESOLVE)
+        self.has(SCOPE_ALL) || self.has(crate::scope::SCOPE_ESCALATION_RESOLVE)
     }
 
     /// Whether the caller may invoke `capability_id`.

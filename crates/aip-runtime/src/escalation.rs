@@ -26,12 +26,11 @@ use crate::read::views;
 use crate::read::views::corrupt;
 use crate::reply::Reply;
 use crate::runtime::Runtime;
+use crate::scope::SCOPE_ESCALATION_RESOLVE;
 use crate::worker::JobKind;
 
 /// Queue of escalation expiry timers.
 pub const ESCALATION_QUEUE: &str = "escalations";
-/// Scope that lets a principal see and resolve its tenant's escalations.
-pub const SCOPE_ESCALATION_RESOLVE: &str = "escalation:resolve";
 /// An escalation without `timeout_ms` stays open this long.
 pub const DEFAULT_ESCALATION_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// Longest accepted escalation timeout (30 days).

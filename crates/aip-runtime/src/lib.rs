@@ -30,6 +30,7 @@ mod reply;
 pub mod resource;
 pub mod retention;
 mod runtime;
+pub mod scope;
 mod security;
 mod session;
 pub mod settlement;

@@ -14,10 +14,11 @@ use aip_core::{
 };
 use base64::Engine as _;
 
-use crate::caller::{Caller, SCOPE_ALL};
+use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::runtime::Runtime;
+use crate::scope::SCOPE_ALL;
 
 /// Largest file content served by one read (4 MiB; base64 grows it by a third).
 pub const MAX_RESOURCE_BYTES: u64 = 4 * 1024 * 1024;

@@ -16,15 +16,14 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::admission::admitted::AdmittedRequest;
-use crate::caller::{Caller, SCOPE_ALL};
+use crate::caller::Caller;
 use crate::chain::ChainWriter;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::read::views;
 use crate::runtime::Runtime;
+use crate::scope::{SCOPE_ALL, SCOPE_SETTLEMENT};
 
-/// Closes settlement batches and reads them.
-pub const SCOPE_SETTLEMENT: &str = "settlement:close";
 /// The one settlement model: a fixed price per completed action.
 pub const MODEL_PER_CALL: &str = "per_call";
 /// Most actions one batch settles; the rest wait for the next batch.

@@ -57,7 +57,7 @@ impl AuthIndex {
                 id: ADMIN_PRINCIPAL.into(),
                 kind: aip_core::PrincipalKind::Human,
                 tenant: config.admin.tenant.clone(),
-                scopes: vec![aip_runtime::caller::SCOPE_ALL.into()],
+                scopes: vec![aip_runtime::scope::SCOPE_ALL.into()],
                 issuer: "bearer".into(),
                 external_account: None,
                 roles: Vec::new(),
@@ -79,7 +79,7 @@ impl AuthIndex {
                     tenant: config.admin.tenant.clone(),
                     scopes: vec![
                         "invoke:cap:demo:*".into(),
-                        aip_runtime::escalation::SCOPE_ESCALATION_RESOLVE.into(),
+                        aip_runtime::scope::SCOPE_ESCALATION_RESOLVE.into(),
                     ],
                     issuer: "bearer".into(),
                     external_account: None,

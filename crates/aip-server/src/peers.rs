@@ -283,7 +283,7 @@ fn route_scope(
 ) -> Result<String, String> {
     use aip_runtime::delegation::{REGION_LABEL, split_scope};
     let mut scope = scope.map_or_else(
-        || format!("{}{remote}", aip_runtime::caller::SCOPE_INVOKE_PREFIX),
+        || format!("{}{remote}", aip_runtime::scope::SCOPE_INVOKE_PREFIX),
         str::to_owned,
     );
     let residency = capability

@@ -35,10 +35,6 @@ pub const APPROVAL_QUEUE: &str = "approvals";
 pub const DEFAULT_APPROVAL_TTL_MS: u64 = 24 * 60 * 60 * 1000;
 /// Longest accepted approval TTL (30 days).
 pub const MAX_APPROVAL_TTL_MS: u64 = 30 * 24 * 60 * 60 * 1000;
-/// Scope that lets a principal export an approval's governed input (spec 16.6).
-pub const SCOPE_APPROVAL_EXPORT: &str = "approval:export";
-/// The second scope evidence export needs (spec 16.6: sensitive governed input).
-pub const SCOPE_APPROVAL_SENSITIVE: &str = "approval:sensitive";
 
 /// The tenant policy a bare `tenant_policy` selector names.
 pub const DEFAULT_TENANT_POLICY: &str = "default";

@@ -9,11 +9,12 @@ use aip_core::{
 use aip_store::{DeliveryQuery, DeliveryRecord, DeliveryStatus, StoreError};
 
 use super::DeliverySpec;
-use crate::caller::{Caller, SCOPE_ALL, SCOPE_CALLBACKS_REDRIVE};
+use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::{CallbackError, RuntimeError};
 use crate::read::views::{corrupt, ts};
 use crate::runtime::Runtime;
+use crate::scope::{SCOPE_ALL, SCOPE_CALLBACKS_REDRIVE};
 
 impl Runtime {
     /// `callback_delivery_query_request`: one delivery the caller may read.
@@ -66,7 +67,7 @@ impl Runtime {
     }
 
     /// Queues a failed or dead-lettered delivery again (same delivery id and message) with the
-    /// attempts its policy allows. Needs [`crate::caller::SCOPE_CALLBACKS_REDRIVE`] (or `*`); audited.
+    /// attempts its policy allows. Needs [`crate::scope::SCOPE_CALLBACKS_REDRIVE`] (or `*`); audited.
     pub async fn redrive_callback_delivery(
         &self,
         caller: &Caller,

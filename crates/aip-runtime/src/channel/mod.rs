@@ -17,18 +17,12 @@ use aip_store::{ChannelWrite, ConversationWrite, NewAudit, NewChannelMessage};
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::caller::{Caller, SCOPE_ALL};
+use crate::caller::Caller;
 use crate::clock::now_ms;
 use crate::error::RuntimeError;
 use crate::runtime::Runtime;
+use crate::scope::{SCOPE_ALL, SCOPE_CHANNEL_RAW, SCOPE_CHANNEL_READ, SCOPE_CHANNEL_WRITE};
 
-/// Records channel messages and conversation updates: a connector's authority.
-pub const SCOPE_CHANNEL_WRITE: &str = "channel:write";
-/// Reads every conversation of the tenant (not only those one recorded, is assigned or is the
-/// contact of).
-pub const SCOPE_CHANNEL_READ: &str = "channel:read";
-/// Sees retained raw provider payloads in message reads (spec 15.3: retention is authorized).
-pub const SCOPE_CHANNEL_RAW: &str = "channel:raw";
 /// The resource kind conversations are listed under (`resource_list_request`).
 pub const CONVERSATION_KIND: &str = "aip.channel.conversation";
 

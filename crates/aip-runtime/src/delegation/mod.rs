@@ -339,7 +339,7 @@ fn label_covers(granted: &str, wanted: &str) -> bool {
 
 /// Whether the scope labels allow invoking `capability`.
 fn covers(scope: &BTreeSet<&str>, capability: &str) -> bool {
-    let wanted = format!("{}{capability}", crate::caller::SCOPE_INVOKE_PREFIX);
+    let wanted = format!("{}{capability}", crate::scope::SCOPE_INVOKE_PREFIX);
     scope.iter().any(|label| label_covers(label, &wanted))
 }
 

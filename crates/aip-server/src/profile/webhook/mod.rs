@@ -260,7 +260,7 @@ fn subscription<'a>(
                 ));
             }
             events.insert(event_type.clone(), channel);
-            let scope = aip_runtime::channel::SCOPE_CHANNEL_WRITE.to_owned();
+            let scope = aip_runtime::scope::SCOPE_CHANNEL_WRITE.to_owned();
             if !scopes.contains(&scope) {
                 scopes.push(scope);
             }
@@ -285,7 +285,7 @@ fn subscription<'a>(
         );
         scopes.push(format!(
             "{}{capability}",
-            aip_runtime::caller::SCOPE_INVOKE_PREFIX
+            aip_runtime::scope::SCOPE_INVOKE_PREFIX
         ));
     }
     let principal = config
