@@ -7,9 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aip_core::{
-    ActionLifecycleState, CorrelationId, Envelope, MessageBody, MessageId, ReceiptType, SessionId,
-};
+use aip_core::{CorrelationId, Envelope, MessageBody, MessageId, ReceiptType, SessionId};
 use aip_store::{CALLBACK_QUEUE, DeliveryOutcome, DeliveryRecord, Lease};
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -220,9 +218,7 @@ fn status_as_delivered(
 ) -> Result<aip_core::ActionStatus, RuntimeError> {
     let terminal = delivery.action_state.is_terminal();
     let mut status = views::status(action, with_result && terminal, None)?;
-    status.state =
-        serde_json::from_value::<ActionLifecycleState>(json!(delivery.action_state.as_str()))
-            .map_err(|e| views::corrupt(format!("delivered state: {e}")))?;
+    status.state = views::wire_state(delivery.action_state)?;
     status.updated_at = views::ts(delivery.created_at_ms)?;
     if !terminal {
         status.completed_at = None;

@@ -5,7 +5,7 @@ use aip_core::{
     ActionList, ActionListRequest, ActionResult, ActionResultRequest, ActionStatus,
     ActionStatusRequest,
 };
-use aip_store::{ActionQuery, ActionRecord, ActionState, Limit};
+use aip_store::{ActionQuery, ActionRecord, Limit};
 
 use crate::action::result;
 use crate::caller::Caller;
@@ -139,13 +139,7 @@ impl Runtime {
         if request.approval_id.is_some() {
             return Ok(empty_list());
         }
-        let state = match request.state {
-            Some(s) => Some(
-                ActionState::parse(s.as_str())
-                    .ok_or(RuntimeError::InvalidQuery("unknown action state"))?,
-            ),
-            None => None,
-        };
+        let state = request.state.map(crate::read::views::stored_state);
         let query = ActionQuery {
             tenant: caller.tenant.clone(),
             principal,

@@ -7,13 +7,42 @@ use aip_core::{
     ActionId, ActionLifecycleState, ActionStatus, CapabilityId, CorrelationId, Event, EventId,
     PrincipalKind, Receipt, ReceiptChain, SessionId, Timestamp,
 };
-use aip_store::{ActionRecord, EventRecord, ReceiptRecord, StoreError};
-use serde_json::Value;
+use aip_store::{ActionRecord, ActionState, EventRecord, ReceiptRecord, StoreError};
 
 use crate::action::result;
 use crate::admission::admitted::AdmittedParts;
 use crate::error::RuntimeError;
 use crate::events::bare_principal;
+
+/// The stored state of each wire state (spec 11.5). Exhaustive over the wire's states, so a state
+/// the protocol adds does not build until the store has it.
+pub(crate) fn stored_state(state: ActionLifecycleState) -> ActionState {
+    use ActionLifecycleState as W;
+    match state {
+        W::Unknown => ActionState::Unknown,
+        W::Accepted => ActionState::Accepted,
+        W::Queued => ActionState::Queued,
+        W::Running => ActionState::Running,
+        W::Streaming => ActionState::Streaming,
+        W::PendingApproval => ActionState::PendingApproval,
+        W::Cancelling => ActionState::Cancelling,
+        W::Cancelled => ActionState::Cancelled,
+        W::Completed => ActionState::Completed,
+        W::Failed => ActionState::Failed,
+        W::Expired => ActionState::Expired,
+        W::DeadLettered => ActionState::DeadLettered,
+    }
+}
+
+/// The wire state of a stored one: the inverse of [`stored_state`]. A stored state without a wire
+/// state is corruption, never a guess.
+pub(crate) fn wire_state(state: ActionState) -> Result<ActionLifecycleState, RuntimeError> {
+    ActionLifecycleState::ALL
+        .iter()
+        .copied()
+        .find(|wire| stored_state(*wire) == state)
+        .ok_or_else(|| corrupt(format!("action state {state} has no wire state")))
+}
 
 /// An action's status view; links are the binding's to add.
 pub(crate) fn status(
@@ -21,9 +50,7 @@ pub(crate) fn status(
     include_result: bool,
     receipt_chain: Option<ReceiptChain>,
 ) -> Result<ActionStatus, RuntimeError> {
-    let state: ActionLifecycleState =
-        serde_json::from_value(Value::String(record.state.as_str().to_owned()))
-            .map_err(|e| corrupt(format!("action state {}: {e}", record.state)))?;
+    let state = wire_state(record.state)?;
     let result = result::stored(record)?;
     let admitted = AdmittedParts::of(record)?;
     let transaction_id = admitted
@@ -132,4 +159,21 @@ pub(crate) fn ts(ms: i64) -> Result<Timestamp, RuntimeError> {
 
 pub(crate) fn corrupt(what: String) -> RuntimeError {
     RuntimeError::Storage(StoreError::Corrupt(what))
+}
+
+#[cfg(test)]
+mod state_tests {
+    use super::{stored_state, wire_state};
+    use aip_core::ActionLifecycleState;
+    use aip_store::ActionState;
+
+    #[test]
+    fn every_stored_action_state_has_its_wire_state_and_back() {
+        for state in ActionState::ALL {
+            let wire = wire_state(*state).unwrap();
+            assert_eq!(wire.as_str(), state.as_str());
+            assert_eq!(stored_state(wire), *state);
+        }
+        assert_eq!(ActionLifecycleState::ALL.len(), ActionState::ALL.len());
+    }
 }
