@@ -3,8 +3,10 @@
 //! Closed wire types mirroring the normative schemas; `null` on an optional member decodes as absent
 //! (spec 5.4).
 
-#[allow(unused_imports)]
-use crate::*;
+use crate::{
+    ActionId, Callback, Checker, CorrelationId, MessageId, ProfileId, ReceiptChain, SessionId,
+    Timestamp, Validate,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

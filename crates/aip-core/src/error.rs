@@ -3,8 +3,7 @@
 //! Closed wire types mirroring the normative schemas; `null` on an optional member decodes as absent
 //! (spec 5.4).
 
-#[allow(unused_imports)]
-use crate::*;
+use crate::{Checker, Validate};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

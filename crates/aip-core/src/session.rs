@@ -3,8 +3,10 @@
 //! Closed wire types mirroring the normative schemas; `null` on an optional member decodes as absent
 //! (spec 5.4).
 
-#[allow(unused_imports)]
-use crate::*;
+use crate::{
+    CapabilityId, Checker, Event, Principal, PrincipalId, ProfileId, ProtocolError, SessionId,
+    Timestamp, Validate,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -3,8 +3,11 @@
 //! Closed wire types mirroring the normative schemas; `null` on an optional member decodes as absent
 //! (spec 5.4).
 
-#[allow(unused_imports)]
-use crate::*;
+use crate::{
+    Action, ActionId, ActionResult, ActionTransaction, ApprovalPolicy, CapabilityId, Checker,
+    IdentityContext, Principal, ProtocolError, ReceiptChain, SideEffect, Timestamp, TransactionId,
+    Validate,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
