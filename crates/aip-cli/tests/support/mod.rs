@@ -425,13 +425,20 @@ pub fn run_cli(base: &str, token_file: &Path, args: &[&str]) -> (i32, String, St
     )
 }
 
-/// A free TCP port on 127.0.0.1 (for a peer process the test starts).
+/// A free TCP port on 127.0.0.1 (for a peer process the test starts), picked at random below the
+/// kernel's ephemeral range (32768 and up on Linux): a port handed out by `bind(0)` is free again
+/// once checked, and a test running beside this one, binding port 0 or connecting, could take it
+/// before the peer binds it; ports below that range are never handed out that way.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::hash::{BuildHasher, Hasher};
+    loop {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        let port = 20_000 + (hasher.finish() % 12_000) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// A process killed when dropped (a failing test leaks no peer process).
