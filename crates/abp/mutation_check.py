@@ -1,4 +1,4 @@
-"""Mutation check (spec 15, issue 2): break the implementation at seven named points and require the
+"""Mutation check (spec 15): break the implementation at seven named points and require the
 conformance corpus test to go red on each. Each mutation is applied to the source, the corpus test is
 run, and the source is restored. The seventh point (a calibration flip of one expected code) is the
 test `a_flipped_expected_code_turns_the_run_red_with_exit_one` in crates/aip-cli/tests/abp_cli.rs.

@@ -1,4 +1,4 @@
-//! Load benchmark of the A2A profile (issue 19): blocking `SendMessage` of `cap:demo:echo` over
+//! Load benchmark of the A2A profile (spec 21.2): blocking `SendMessage` of `cap:demo:echo` over
 //! JSON-RPC at `/a2a` (each a fresh `messageId`, so each a new durable action with its receipts)
 //! against the same capability as a native HTTP sync action, on one `aip serve` node with its
 //! embedded SQLite store, in the same run.

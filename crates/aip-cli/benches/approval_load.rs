@@ -1,4 +1,4 @@
-//! Load benchmark of the approval-gated flow (issue 15) against plain sync actions in the same run,
+//! Load benchmark of the approval-gated flow (spec 12) against plain sync actions in the same run,
 //! both through the real `aip serve` binary on its embedded SQLite store:
 //! - `sync`: one sync `cap:demo:echo` action per operation (admission, dispatch, result; the
 //!   baseline);

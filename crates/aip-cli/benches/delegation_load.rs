@@ -1,4 +1,4 @@
-//! Load benchmark of delegation round trips (issue 17) between two `aip serve` nodes on their
+//! Load benchmark of delegation round trips (spec 14) between two `aip serve` nodes on their
 //! embedded SQLite stores, against plain sync actions on the delegating node in the same run:
 //! - `sync`: one sync `cap:demo:echo` action on node A (the baseline);
 //! - `delegated`: one sync `cap:b:echo` action on A, served by node B: A admits the parent, sends a

@@ -1,4 +1,4 @@
-//! Load benchmark of the MCP profile (issue 18): `tools/call` of `demo_echo` over Streamable HTTP
+//! Load benchmark of the MCP profile (spec 21.1): `tools/call` of `demo_echo` over Streamable HTTP
 //! (one MCP session per worker, opened before timing) against the same capability as a native
 //! HTTP sync action, on one `aip serve` node with its embedded SQLite store, in the same run. Each
 //! tool call is a durable native action with its receipts, like the native one.

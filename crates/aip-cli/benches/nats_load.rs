@@ -1,5 +1,5 @@
-//! Load benchmark of the NATS binding (issue 6): sync `cap:demo:echo` actions over NATS request/reply
-//! with 32 in flight, in the same run against
+//! Load benchmark of the NATS binding (spec 20.4): sync `cap:demo:echo` actions over NATS
+//! request/reply with 32 in flight, in the same run against
 //! - HTTP actions at the same concurrency on the same `aip serve` node and store (NATS should not be
 //!   slower), and
 //! - a raw async-nats responder in this process doing the same store writes per request through

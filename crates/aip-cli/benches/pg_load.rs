@@ -1,4 +1,4 @@
-//! PostgreSQL load benchmark (issue 6): sync `cap:demo:echo` actions over HTTP at concurrency 16 on
+//! PostgreSQL load benchmark: sync `cap:demo:echo` actions over HTTP at concurrency 16 on
 //! `aip serve --database postgres://…`, against pgbench running the same statements per action
 //! (`pg_load.sql`: captured from the store with `log_statement = 'all'`) with 16 clients on the same
 //! server and database, in the same run. Needs `AIP_TEST_POSTGRES_URL` and `pgbench` (SKIP otherwise);

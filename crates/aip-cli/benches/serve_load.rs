@@ -1,4 +1,4 @@
-//! Load benchmark of `aip serve` (issue 4): sync `cap:demo:echo` actions at concurrency 1, 16 and 64,
+//! Load benchmark of `aip serve`: sync `cap:demo:echo` actions at concurrency 1, 16 and 64,
 //! against two baseline axum servers in the same run that parse the same body, store one row per
 //! request with the same durability settings (WAL, `synchronous=FULL`) and answer only once it is
 //! committed:

@@ -1,4 +1,5 @@
-//! Streaming benchmark of `aip serve` (issue 5). Run with `cargo bench -p aip-cli --bench stream_load`.
+//! Streaming benchmark of `aip serve` over SSE and WebSocket (spec 11.6, 20.2, 20.3). Run with
+//! `cargo bench -p aip-cli --bench stream_load`.
 //!
 //! 1. Chunks/s delivered to one SSE client and one WebSocket client: a `cap:demo:count` action with
 //!    `interval_ms` 0 and `AIP_BENCH_CHUNKS` chunks (default 5000), followed live (bounded by how fast

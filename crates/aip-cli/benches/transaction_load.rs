@@ -1,4 +1,4 @@
-//! Load benchmark of transactions (issue 16) against plain sync actions in the same run, through the
+//! Load benchmark of transactions (spec 13) against plain sync actions in the same run, through the
 //! real `aip serve` binary, on its embedded SQLite store and (when `AIP_TEST_POSTGRES_URL` is set)
 //! on PostgreSQL:
 //! - `sync`: one sync `cap:demo:echo` action per operation (the baseline);

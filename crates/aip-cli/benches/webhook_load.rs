@@ -1,4 +1,4 @@
-//! Load benchmark of the webhook ingress (issue 19): signed deliveries to
+//! Load benchmark of the webhook ingress (spec 21.3): signed deliveries to
 //! `/aip/v1/webhooks/{id}` (HMAC verify over the raw body, the delivery id's durable claim, the
 //! async admission of `cap:demo:echo`) against native async actions of the same capability over
 //! HTTP (admission only, answered 202), on one `aip serve` node with its embedded SQLite store, in

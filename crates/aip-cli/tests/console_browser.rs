@@ -1,9 +1,9 @@
-//! The web console in a real browser (issue 21): Debian's chromium driven by Playwright for Python
-//! (`tests/browser/console_test.py`, pinned in `.ci/run`), against the real binary. Signs in, approves
-//! a pending transfer as its second approver, watches it complete, verifies its receipts in the
-//! browser, sees a tampered chain flagged and an outsider's empty inbox, with axe-core checks on each
-//! page. Screenshots land in `target/console-screenshots/`. Without the browser tools this prints a
-//! notice and skips; under `CI=true` it fails.
+//! The web console in a real browser (spec 12.4, 18.2): Debian's chromium driven by Playwright for
+//! Python (`tests/browser/console_test.py`, pinned in `.ci/run`), against the real binary. Signs
+//! in, approves a pending transfer as its second approver, watches it complete, verifies its
+//! receipts in the browser, sees a tampered chain flagged and an outsider's empty inbox, with
+//! axe-core checks on each page. Screenshots land in `target/console-screenshots/`. Without the
+//! browser tools this prints a notice and skips; under `CI=true` it fails.
 #![allow(clippy::unwrap_used)]
 
 mod support;

@@ -1,4 +1,4 @@
-//! The A2A profile (`aip.a2a.compat.v1`, spec 21.2, issue 19) driven by the official A2A Python
+//! The A2A profile (`aip.a2a.compat.v1`, spec 21.2) driven by the official A2A Python
 //! SDK client (`a2a-sdk` 1.3.0, through `tests/interop/a2a_probe.py`): card, SendMessage,
 //! SendStreamingMessage until the server closes the stream, GetTask, ListTasks, CancelTask,
 //! SubscribeToTask across a kill -9, an approval-gated skill as input-required, another

@@ -1,4 +1,4 @@
-//! Outbound A2A (issue 19): skills of a remote A2A agent (`tests/interop/a2a_remote_agent.py`,
+//! Outbound A2A (spec 21.2): skills of a remote A2A agent (`tests/interop/a2a_remote_agent.py`,
 //! built on the official `a2a-sdk` 1.3.0 server) served by `aip serve` as governed capabilities,
 //! each call a native delegation recording the remote's pinned identity, the remote task's state
 //! projected back (completed, failed, input required, cancelled), and startup refused when the

@@ -1,4 +1,4 @@
-//! The approval flow through the binary (issue 15): the no-config start's demo approvers, the
+//! The approval flow through the binary (spec 12): the no-config start's demo approvers, the
 //! approval-gated `cap:demo:transfer`, the approver's CLI (`aip approvals`), a kill -9 between
 //! the deciding commit and the dispatch on SQLite, two nodes on PostgreSQL racing the resume, and
 //! escalations resolved with `aip escalations` (never counted as approvals).

@@ -1,4 +1,4 @@
-//! Callbacks through the binary (issue 17): an SSRF probe refused at admission; a delivery cut by
+//! Callbacks through the binary (spec 17): an SSRF probe refused at admission; a delivery cut by
 //! kill -9 mid-attempt delivered after restart under the same delivery id; the REST reads, the
 //! re-drive refusal and `aip callbacks`; two PostgreSQL nodes delivering each callback exactly
 //! once and never concurrently; and a callback to a NATS subject, signed by the node's did:key.

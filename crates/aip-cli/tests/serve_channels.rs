@@ -1,4 +1,4 @@
-//! Conversations and channel messages through the binary (spec 15, issue 20): a connector records
+//! Conversations and channel messages through the binary (spec 15): a connector records
 //! messages and updates with envelopes, a webhook subscription records them from a provider's
 //! signed deliveries (`standardwebhooks` 1.1.0 as the sender); replays, forged signatures,
 //! unbounded or malformed parts and foreign tenants store nothing; readers see only the

@@ -1,4 +1,4 @@
-//! The operator's client CLI through the binary (issue 21): `aip call` in every mode, `aip actions
+//! The operator's client CLI through the binary (spec 16): `aip call` in every mode, `aip actions
 //! list|show|cancel`, `aip events` (a page, and `--follow`), `aip manifest`, `aip sessions list`, typed
 //! refusals with what to do, and a followed stream that resumes after its connection is cut, printing
 //! every chunk exactly once.

@@ -1,4 +1,4 @@
-//! Several `aip serve` nodes on one PostgreSQL database (issue 6, spec 13.4 and 17.3): a node killed
+//! Several `aip serve` nodes on one PostgreSQL database (spec 13.4 and 17.3): a node killed
 //! mid-action has its work re-leased and finished by another node; a paused worker that wakes after its
 //! lease was taken cannot write its result; event cursors work on any node. Needs
 //! `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a failure under `CI=true`).

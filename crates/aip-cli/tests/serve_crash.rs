@@ -1,6 +1,6 @@
-//! Crash test of `aip serve` (issue 4): admit async and sync work, SIGKILL the server mid-flight,
-//! restart on the same data directory, and check that every admitted action reaches a terminal state,
-//! none is lost, and no idempotent mutation is dispatched twice.
+//! Crash test of `aip serve` (spec 9.5, 11.5): admit async and sync work, SIGKILL the server
+//! mid-flight, restart on the same data directory, and check that every admitted action reaches a
+//! terminal state, none is lost, and no idempotent mutation is dispatched twice.
 #![allow(clippy::unwrap_used)]
 
 mod support;

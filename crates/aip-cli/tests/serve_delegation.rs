@@ -1,4 +1,4 @@
-//! Delegation between two `aip serve` peers (issue 17, spec 14): node A serves capabilities by
+//! Delegation between two `aip serve` peers (spec 14): node A serves capabilities by
 //! delegating them to node B over HTTP; B admits each child through its normal admission as A's
 //! peer principal and answers with a result signed by its node key; A's parent completes from that
 //! signed result only. Negative cases: an unknown signer, a pinned key that is not the peer's,

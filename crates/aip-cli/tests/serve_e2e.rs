@@ -1,4 +1,4 @@
-//! End-to-end tests of `aip serve`: the real binary, spoken to over HTTP as a client (issue 4).
+//! End-to-end tests of `aip serve`: the real binary, spoken to over HTTP as a client (spec 20.1).
 #![allow(clippy::unwrap_used)]
 
 mod support;

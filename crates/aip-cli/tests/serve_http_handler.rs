@@ -1,6 +1,6 @@
 //! The `http` handler end to end: `aip serve` POSTs actions with their frozen trusted context to a
 //! configured service; output schemas are enforced; a timed-out mutation is an uncertain outcome that is
-//! never retried (issue 4).
+//! never retried (spec 13.6, 19.3).
 #![allow(clippy::unwrap_used)]
 
 mod support;

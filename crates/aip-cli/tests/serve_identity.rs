@@ -1,4 +1,4 @@
-//! The node's identity through the binary (issue 17, first part): a persistent Ed25519 did:key,
+//! The node's identity through the binary (spec 14.2, 22.2): a persistent Ed25519 did:key,
 //! created into the data directory on first start (mode 0600) or configured from a key file that
 //! `aip keys generate` wrote, published as the manifest agent's `did`; an exposed key stops startup.
 #![allow(clippy::unwrap_used)]

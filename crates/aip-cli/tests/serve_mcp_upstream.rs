@@ -1,4 +1,4 @@
-//! Upstream MCP servers as governed capabilities (`[[mcp_upstreams]]`, issue 18): a server written
+//! Upstream MCP servers as governed capabilities (`[[mcp_upstreams]]`, spec 21.1): a server written
 //! with the official MCP Python SDK (`tests/interop/mcp_upstream_server.py`, `mcp==2.3.0`) over
 //! stdio (started and supervised by `aip serve`) and over Streamable HTTP. Its allowed tools are
 //! capabilities admitted like any other; errors are typed connector errors; a mutation that times

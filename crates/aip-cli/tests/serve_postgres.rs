@@ -1,4 +1,4 @@
-//! `aip serve --database postgres://…` (issue 6): the runtime on PostgreSQL, and a changed migration
+//! `aip serve --database postgres://…`: the runtime on PostgreSQL, and a changed migration
 //! that stops the server with a clear error. Needs `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a
 //! failure under `CI=true`).
 #![allow(clippy::unwrap_used)]

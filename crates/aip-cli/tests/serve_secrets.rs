@@ -1,4 +1,4 @@
-//! Planted secrets (issue 20's proof): a password inside an action input and bearer tokens never
+//! Planted secrets (spec 22.7): a password inside an action input and bearer tokens never
 //! appear in the server's log (at debug level), in events, receipts, audit records or error
 //! messages. Results may carry what a handler returns; nothing else may.
 #![allow(clippy::unwrap_used)]

@@ -1,4 +1,4 @@
-//! Settlement batches through the binary (spec 18.4, issue 20): a capability whose manifest `cost`
+//! Settlement batches through the binary (spec 18.4): a capability whose manifest `cost`
 //! states a per-call price accrues it for each completed action per tenant and external account;
 //! `aip settlement close` produces a batch signed by the node key (`aip envelope verify`) with its
 //! own receipt chain (`aip receipts verify`), each action linked by its receipt chain's root hash

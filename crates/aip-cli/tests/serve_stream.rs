@@ -1,5 +1,6 @@
-//! Streaming actions over SSE against the real `aip serve` binary (issue 5): ordered persisted chunks,
-//! Last-Event-ID resume (also after a restart), cursor scoping, cancellation, slow consumers.
+//! Streaming actions over SSE against the real `aip serve` binary (spec 11.6, 20.2): ordered
+//! persisted chunks, Last-Event-ID resume (also after a restart), cursor scoping, cancellation,
+//! slow consumers.
 #![allow(clippy::unwrap_used)]
 
 mod support;

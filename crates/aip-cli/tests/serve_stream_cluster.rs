@@ -1,6 +1,7 @@
-//! Stream cursors on several `aip serve` nodes sharing one PostgreSQL database (issue 5): an SSE stream
-//! read on one node resumes on another from its opaque `Last-Event-ID`, with no gap and no duplicate.
-//! Needs `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a failure under `CI=true`).
+//! Stream cursors on several `aip serve` nodes sharing one PostgreSQL database (spec 16.2, 20.2):
+//! an SSE stream read on one node resumes on another from its opaque `Last-Event-ID`, with no gap
+//! and no duplicate. Needs `AIP_TEST_POSTGRES_URL` (SKIP notice otherwise; a failure under
+//! `CI=true`).
 #![allow(clippy::unwrap_used)]
 
 mod cluster;

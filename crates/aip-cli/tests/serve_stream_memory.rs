@@ -1,7 +1,8 @@
-//! Bounded memory under a stalled consumer (issue 5), against the real `aip serve` binary: a client
-//! opens a streaming action over SSE or WebSocket and stops reading while the server produces far more
-//! chunk data than the configured per-connection bounds. The server's resident memory (VmRSS) must stay
-//! under a bound derived from those limits, and the consumer must be cut off with the typed error.
+//! Bounded memory under a stalled consumer (spec 22.8), against the real `aip serve` binary: a
+//! client opens a streaming action over SSE or WebSocket and stops reading while the server
+//! produces far more chunk data than the configured per-connection bounds. The server's resident
+//! memory (VmRSS) must stay under a bound derived from those limits, and the consumer must be cut
+//! off with the typed error.
 //! Not a timed test: it bounds memory, the waits only give the server time to work.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -1,4 +1,4 @@
-//! Transactions through the binary (issue 16): `cap:demo:payment` over HTTP and NATS with no
+//! Transactions through the binary (spec 13): `cap:demo:payment` over HTTP and NATS with no
 //! configuration of its own (dry run, plan, commit, the REST views, compensation by
 //! `cap:demo:refund`), an uncertain commit that no kill -9 and restart ever retries and that is
 //! reconciled, and, on PostgreSQL, a worker stopped past its lease whose payment is refused by the

@@ -1,6 +1,7 @@
-//! Sync actions are leased work (issue 6): a node booting on a database that another live node uses
-//! leaves that node's running sync action alone, and takes a sync action over only once its lease has
-//! lapsed, settling an interrupted mutation as an uncertain outcome instead of running it again.
+//! Sync actions are leased work (spec 13.4): a node booting on a database that another live node
+//! uses leaves that node's running sync action alone, and takes a sync action over only once its
+//! lease has lapsed, settling an interrupted mutation as an uncertain outcome instead of running it
+//! again.
 #![allow(clippy::unwrap_used)]
 
 mod support;

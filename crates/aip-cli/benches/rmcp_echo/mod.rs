@@ -1,4 +1,4 @@
-//! The rmcp baseline of `mcp_load` (issue 18): a minimal MCP server built with the official Rust
+//! The rmcp baseline of `mcp_load`: a minimal MCP server built with the official Rust
 //! SDK (`rmcp`, its Streamable HTTP server on axum), whose `demo_echo` tool does what a durable
 //! echo minimally must: one SQLite insert (WAL, `synchronous = FULL`, as `aip serve`'s store)
 //! before answering. No admission, receipts, events or read model: the cost of the protocol and

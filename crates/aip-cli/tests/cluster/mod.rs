@@ -1,4 +1,4 @@
-//! Shared PostgreSQL databases and `aip serve` nodes on them (issue 6): a uniquely named database per
+//! Shared PostgreSQL databases and `aip serve` nodes on them: a uniquely named database per
 //! test, created from `AIP_TEST_POSTGRES_URL` and dropped afterwards.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 

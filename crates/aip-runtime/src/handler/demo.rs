@@ -232,7 +232,7 @@ impl ActionHandler for BookingsHandler {
     }
 }
 
-/// The built-in demo capabilities with their handlers (issue 4).
+/// The built-in demo capabilities with their handlers (spec 9.2).
 pub fn demo_capabilities(store: Arc<dyn Store>) -> Vec<CapabilityEntry> {
     let read_contract = |cancel: bool| {
         json!({

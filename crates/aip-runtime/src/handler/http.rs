@@ -1,4 +1,4 @@
-//! The `http` handler: a capability implemented by any HTTP service (issue 4).
+//! The `http` handler: a capability implemented by any HTTP service (spec 9.2).
 //!
 //! The runtime POSTs `{"action": {...}, "context": <frozen trusted context>}` as JSON to the configured
 //! URL. The service answers 2xx with `{"output": ...}` or `{"error": {"code", "message", "retryable"}}`.

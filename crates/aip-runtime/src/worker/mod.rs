@@ -1,8 +1,10 @@
-//! The leased worker, generic over job kinds (actions now; approval expiry, callback deliveries and
-//! reconciliation later): claims a job of its kind's queue under a fenced lease, runs it, and
-//! survives whatever the run does. A run that fails or panics is reported to its kind, which
-//! settles the job (retry later, or give up and settle what the job was for); the worker goes on.
-//! Each kind also gets a periodic sweep on every node, for work whose jobs can no longer finish.
+//! The leased worker, generic over job kinds. `Runtime::start` runs one for each kind: actions,
+//! approval expiry and escalation expiry timers, transaction reconciliation timers, callback
+//! deliveries, delegation follow-ups and retention housekeeping. A worker claims a job of its
+//! kind's queue under a fenced lease (spec 13.4, 17.3), runs it, and survives whatever the run
+//! does. A run that fails or panics is reported to its kind, which settles the job (retry later, or
+//! give up and settle what the job was for); the worker goes on. Each kind also gets a periodic
+//! sweep on every node, for work whose jobs can no longer finish.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;

@@ -7,8 +7,12 @@
 //! capabilities run as MCP tasks. Resources are the native resources under their read policy;
 //! prompts are configured templates. `GET /mcp` opens a session's standalone stream, which carries
 //! resource update notifications of its subscriptions; resource templates are served by read-only
-//! capabilities. What is not implemented (sampling, elicitation) is not advertised and its methods
-//! are "method not found"; completions cover configured prompt arguments.
+//! capabilities; completions cover configured prompt arguments. Tools of upstream MCP servers
+//! (`[[mcp_upstreams]]`, see `upstream`) are capabilities like any other. Their server-to-client
+//! requests (`sampling/createMessage`, `elicitation/create`) are relayed to the client of the call
+//! that runs the tool, on that call's response stream (see `relay`), when the client declared the
+//! capability at `initialize` (elicitation from 2025-06-18 only); otherwise they are refused to the
+//! upstream as "method not found". This server never originates sampling or elicitation itself.
 
 pub mod content;
 mod facade;

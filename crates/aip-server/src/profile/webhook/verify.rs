@@ -1,11 +1,11 @@
-//! Signed webhook verification for the webhook ingress profile `aip.http.webhook.v1` (spec 21.3,
-//! issue 19): the raw body's signature is checked before anything parses it. The scheme is
+//! Signed webhook verification for the webhook ingress profile `aip.http.webhook.v1` (spec 21.3):
+//! the raw body's signature is checked before anything parses it. The scheme is
 //! Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>`
 //! over `"{id}.{timestamp}.{raw body}"`, secrets `whsec_<base64>`, several signatures for key
 //! rotation), or the other signing order some senders use (`"{timestamp}.{id}.{raw body}"`).
 //!
-//! Only the verifier is here yet: the `/aip/v1/webhooks/{subscription}` route, the durable replay
-//! claim and the admission of the event as an action are not built, so nothing is exposed.
+//! This is the verifier alone; the route, the durable replay claim and the admission of the event as
+//! an action live beside it in the profile's module.
 
 use base64::Engine;
 use hmac::{Hmac, Mac};
