@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// Actor or authorizing entity in AIP.
 ///
-/// Fields in name order, so a receipt's actor serializes in canonical form (see [`Receipt`]).
+/// Fields in name order, so a receipt's actor serializes in canonical form (see [`crate::Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Principal {
@@ -71,7 +71,7 @@ pub enum PrincipalKind {
 crate::wire_enum!(PrincipalKind { Human => "human", Agent => "agent", Service => "service", Tenant => "tenant", Customer => "customer", Contact => "contact", System => "system" });
 
 /// Product-specific identity reference preserved by connectors. Fields in name order (see
-/// [`Receipt`]).
+/// [`crate::Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalRef {
@@ -98,7 +98,7 @@ impl Validate for ExternalRef {
 /// auth systems, but the resulting grant is evaluated by AIP core/runtime
 /// semantics.
 ///
-/// Fields in name order (see [`Receipt`]).
+/// Fields in name order (see [`crate::Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegatedAuthorityGrant {
