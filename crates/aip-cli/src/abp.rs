@@ -1,4 +1,4 @@
-//! `aip abp ...`: the ABP verification tools over the `abp` library (README "ABP commands").
+//! `aip abp ...`: the ABP verification tools over the `abp` library (docs/abp.md "ABP commands").
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
