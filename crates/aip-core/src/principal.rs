@@ -4,13 +4,17 @@
 //! (spec 5.4).
 
 use crate::{Checker, PrincipalId, Timestamp, Validate};
+// Named by the doc links only; a link written as a path would change the generated schemas
+// (their descriptions are these docs).
+#[cfg(doc)]
+use crate::Receipt;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Actor or authorizing entity in AIP.
 ///
-/// Fields in name order, so a receipt's actor serializes in canonical form (see [`crate::Receipt`]).
+/// Fields in name order, so a receipt's actor serializes in canonical form (see [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Principal {
@@ -71,7 +75,7 @@ pub enum PrincipalKind {
 crate::wire_enum!(PrincipalKind { Human => "human", Agent => "agent", Service => "service", Tenant => "tenant", Customer => "customer", Contact => "contact", System => "system" });
 
 /// Product-specific identity reference preserved by connectors. Fields in name order (see
-/// [`crate::Receipt`]).
+/// [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExternalRef {
@@ -98,7 +102,7 @@ impl Validate for ExternalRef {
 /// auth systems, but the resulting grant is evaluated by AIP core/runtime
 /// semantics.
 ///
-/// Fields in name order (see [`crate::Receipt`]).
+/// Fields in name order (see [`Receipt`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DelegatedAuthorityGrant {
