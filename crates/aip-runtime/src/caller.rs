@@ -3,7 +3,10 @@
 use aip_core::PrincipalKind;
 use serde::Serialize;
 
-use crate::scope::*;
+use crate::scope::{
+    SCOPE_ALL, SCOPE_AUDIT_EXPORT, SCOPE_AUDIT_READ, SCOPE_DATA_SENSITIVE, SCOPE_INVOKE_PREFIX,
+    SCOPE_READ_TENANT,
+};
 
 /// The tenant of principals and resources configured without one.
 pub const DEFAULT_TENANT: &str = "default";

@@ -432,9 +432,11 @@ pub fn run_cli(base: &str, token_file: &Path, args: &[&str]) -> (i32, String, St
 pub fn free_port() -> u16 {
     use std::hash::{BuildHasher, Hasher};
     loop {
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        let port = 20_000 + (hasher.finish() % 12_000) as u16;
+        // Each `RandomState` is freshly keyed: a random pick per call, per process.
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let port = 20_000 + (random % 12_000) as u16;
         if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
             return port;
         }
