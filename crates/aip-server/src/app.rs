@@ -15,7 +15,7 @@ use axum::Router;
 use serde_json::json;
 
 use crate::auth::{ADMIN_TOKEN_FILE, AuthIndex};
-use crate::config::{Config, HandlerConfig};
+use crate::config::{Config, ConfigError, HandlerConfig, malformed, rejected, within};
 use crate::http::{AppState, ReadyCheck, RequestGuard, metrics_handle, router};
 
 /// File name of the SQLite database inside the data directory.
@@ -35,8 +35,17 @@ pub enum ServeError {
     #[error(transparent)]
     Admission(#[from] aip_runtime::registry::AdmissionError),
     /// Configuration is inconsistent.
-    #[error("configuration: {0}")]
-    Config(String),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A profile or binding section that its own builder refused (the reason as that builder
+    /// words it: MCP upstreams and prompts, A2A, webhooks, peer handlers).
+    #[error("configuration: {section}: {reason}")]
+    Section {
+        /// The section (`mcp_upstreams`, `a2a_remotes`, `webhooks`, ...).
+        section: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// Recovery of unfinished work failed.
     #[error("recovery: {0}")]
     Recovery(#[from] aip_runtime::RuntimeError),
@@ -106,12 +115,18 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let upstreams =
         crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams, Arc::clone(&relay))
             .await
-            .map_err(ServeError::Config)?;
+            .map_err(|reason| ServeError::Section {
+                section: "mcp_upstreams",
+                reason,
+            })?;
     entries.extend(upstreams.capabilities);
     entries.extend(
         crate::profile::a2a::remote::capabilities(&config.a2a_remotes)
             .await
-            .map_err(ServeError::Config)?,
+            .map_err(|reason| ServeError::Section {
+                section: "a2a_remotes",
+                reason,
+            })?,
     );
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
@@ -120,15 +135,21 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         &config.mcp.prompts,
         config.resource_root.as_deref(),
     )
-    .map_err(ServeError::Config)?;
+    .map_err(|reason| ServeError::Section {
+        section: "mcp.prompts",
+        reason,
+    })?;
     let mcp_tools = if config.mcp.enabled {
         let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
-            .map_err(|e| ServeError::Config(e.to_string()))?;
+            .map_err(|e| rejected("mcp (tool names)", e))?;
         let templates =
             crate::profile::mcp::templates::check(&config.mcp.resource_templates, |id| {
                 registry.get(id).map(|c| &c.capability)
             })
-            .map_err(ServeError::Config)?;
+            .map_err(|reason| ServeError::Section {
+                section: "mcp.resource_templates",
+                reason,
+            })?;
         Some((tools, templates))
     } else {
         None
@@ -139,7 +160,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         |id| registry.get(id).map(|c| &c.capability),
         |id| auth.principal(id).is_some(),
     )
-    .map_err(|e| ServeError::Config(e.to_string()))?;
+    .map_err(|e| ServeError::Section {
+        section: "webhooks",
+        reason: e.to_string(),
+    })?;
     let a2a = if config.a2a.enabled {
         let state = crate::profile::a2a::A2aState::new(
             config.a2a.clone(),
@@ -153,7 +177,10 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             config.limits.max_action_timeout_ms,
             registry.all().map(|c| &c.capability),
         )
-        .map_err(ServeError::Config)?
+        .map_err(|reason| ServeError::Section {
+            section: "a2a",
+            reason,
+        })?
         .with_push(config.callbacks.policy().enabled);
         Some(Arc::new(state))
     } else {
@@ -162,17 +189,24 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let mut resources = configured_resources(config, |id| registry.get(id).map(|c| &c.capability))?;
     resources.extend(upstreams.resources);
     aip_runtime::resource::check_resources(&resources, |id| registry.get(id).is_some())
-        .map_err(|e| ServeError::Config(e.to_string()))?;
+        .map_err(|e| rejected("resources", e))?;
     let mut trusted_signers = HashMap::new();
     for signer in &config.security.trusted_signers {
         if auth.principal(&signer.principal).is_none() {
-            return Err(ServeError::Config(format!(
-                "trusted signer {} names unknown principal {}",
-                signer.did, signer.principal
-            )));
+            return Err(ConfigError::Unknown {
+                key: format!("security.trusted_signers[{}].principal", signer.did),
+                kind: "principal",
+                name: signer.principal.clone(),
+            }
+            .into());
         }
-        aip_core::signing::verifying_key_from_did(&signer.did)
-            .map_err(|_| ServeError::Config(format!("{} is not an Ed25519 did:key", signer.did)))?;
+        aip_core::signing::verifying_key_from_did(&signer.did).map_err(|_| {
+            malformed(
+                "security.trusted_signers[].did",
+                &signer.did,
+                "an Ed25519 did:key",
+            )
+        })?;
         trusted_signers.insert(signer.did.clone(), signer.principal.clone());
     }
     // A peer's key speaks for its peer principal (spec 14.2).
@@ -220,17 +254,13 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             admin_tenant: config.admin.tenant.clone(),
         },
         boot,
-        rates: limits
-            .rates()
-            .map_err(|e| ServeError::Config(e.to_string()))?,
-        quotas: limits
-            .quotas()
-            .map_err(|e| ServeError::Config(e.to_string()))?,
+        rates: limits.rates()?,
+        quotas: limits.quotas()?,
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {
         Some(oauth) => Some(Arc::new(
             crate::profile::mcp::oauth::OAuth::new(oauth, |id| auth.principal(id).cloned())
-                .map_err(|e| ServeError::Config(e.to_string()))?,
+                .map_err(|e| rejected("mcp.oauth", e))?,
         )),
         None => None,
     };
@@ -351,28 +381,42 @@ fn dev_principal(
     id: &str,
     auth: &crate::auth::AuthIndex,
 ) -> Result<aip_runtime::Caller, ServeError> {
-    let refuse = |why: String| {
-        Err(ServeError::Config(format!(
-            "mcp.dev_principal ({id}) lets requests without credentials in: {why}"
-        )))
+    // It lets requests without credentials in: each condition keeps that door local and empty.
+    let needs = |needs: &'static str, why: &'static str| {
+        Err(ConfigError::Needs {
+            key: format!("mcp.dev_principal ({id})"),
+            needs,
+            why,
+        }
+        .into())
     };
     if !config.insecure_dev {
-        return refuse("start with --insecure-dev to allow it (development only)".into());
+        return needs(
+            "aip serve --insecure-dev",
+            "it lets requests without credentials in (development only)",
+        );
     }
     if !config.listen.ip().is_loopback() {
-        return refuse("it needs a loopback listen address".into());
+        return needs(
+            "a loopback listen address",
+            "it lets requests without credentials in",
+        );
     }
     if let Some(other) = config.principals.iter().find(|p| p.id != id) {
-        return refuse(format!(
-            "principal {} is configured too; it is for setups whose only principal is the development one",
-            other.id
-        ));
+        return Err(ConfigError::Exclusive {
+            key: format!("mcp.dev_principal ({id}) beside principal {}", other.id),
+            other: "any principal but the development one",
+        }
+        .into());
     }
-    let caller = auth.principal(id).cloned().ok_or_else(|| {
-        ServeError::Config(format!(
-            "mcp.dev_principal: principal {id} is not configured"
-        ))
-    })?;
+    let caller = auth
+        .principal(id)
+        .cloned()
+        .ok_or_else(|| ConfigError::Unknown {
+            key: "mcp.dev_principal".into(),
+            kind: "principal",
+            name: id.into(),
+        })?;
     tracing::warn!(
         principal = id,
         "INSECURE: mcp.dev_principal is on: MCP requests without an Authorization header act as {id} (--insecure-dev; never in production)"
@@ -510,27 +554,40 @@ fn configured_resources<'a>(
     config
         .resources
         .iter()
-        .map(|r| {
-            let mut resource: aip_core::Resource =
-                serde_json::from_value(serde_json::Value::Object(r.resource.clone()))
-                    .map_err(|e| ServeError::Config(format!("resource entry: {e}")))?;
+        .enumerate()
+        .map(|(i, r)| {
+            let mut resource: aip_core::Resource = serde_json::from_value(
+                serde_json::Value::Object(r.resource.clone()),
+            )
+            .map_err(|source| ConfigError::Entry {
+                key: format!("resources[{i}]"),
+                source,
+            })?;
             match (&r.text, &r.file, &r.produced_by) {
                 (None, None, Some(producer)) => {
-                    let refused = |why: &str| {
-                        ServeError::Config(format!(
-                            "resource {}: produced_by {producer} {why}",
-                            resource.id
-                        ))
-                    };
-                    let found = capability(producer)
-                        .ok_or_else(|| refused("is not an admitted capability"))?;
+                    let key = format!("resources[{}].produced_by", resource.id);
+                    let found = capability(producer).ok_or_else(|| ConfigError::Unknown {
+                        key: key.clone(),
+                        kind: "capability",
+                        name: producer.clone(),
+                    })?;
                     if !aip_runtime::resource::may_produce(found) {
-                        return Err(refused("must run sync and have only read side effects"));
+                        return Err(malformed(
+                            key,
+                            producer,
+                            "a sync capability with only read side effects",
+                        )
+                        .into());
                     }
                     // Who may not invoke the producer cannot see the resource (spec 9.7).
                     match &resource.capability_id {
                         Some(owner) if owner.as_str() != producer => {
-                            return Err(refused("differs from the resource's capability_id"));
+                            return Err(malformed(
+                                key,
+                                producer,
+                                "the resource's own capability_id",
+                            )
+                            .into());
                         }
                         _ => resource.capability_id = Some(found.id.clone()),
                     }
@@ -547,19 +604,23 @@ fn configured_resources<'a>(
                     }]),
                 }),
                 (None, Some(file), None) => {
-                    let root = config.resource_root.as_deref().ok_or_else(|| {
-                        ServeError::Config(format!(
-                            "resource {}: a file resource needs resource_root",
-                            resource.id
-                        ))
-                    })?;
-                    ResourceEntry::file(resource, root, file)
-                        .map_err(|e| ServeError::Config(e.to_string()))
+                    let key = format!("resources[{}].file", resource.id);
+                    let root =
+                        config
+                            .resource_root
+                            .as_deref()
+                            .ok_or_else(|| ConfigError::Needs {
+                                key: key.clone(),
+                                needs: "resource_root",
+                                why: "file resources are read only from under it",
+                            })?;
+                    ResourceEntry::file(resource, root, file).map_err(|e| rejected(key, e).into())
                 }
-                _ => Err(ServeError::Config(format!(
-                    "resource {}: give exactly one of `text`, `file` and `produced_by`",
-                    resource.id
-                ))),
+                _ => Err(ConfigError::ExactlyOne {
+                    key: format!("resources[{}]", resource.id),
+                    options: &["text", "file", "produced_by"],
+                }
+                .into()),
             }
         })
         .collect()
@@ -582,10 +643,12 @@ fn check_tenant_policies(config: &Config, entries: &[CapabilityEntry]) -> Result
         for policy in policies {
             for id in aip_runtime::approval::tenant_policy_ids(policy) {
                 if !config.approval_policies.iter().any(|p| p.id == id) {
-                    return Err(ServeError::Config(format!(
-                        "capability {}: its approval policy names tenant policy {id:?}, which no [[approval_policies]] entry defines",
-                        entry.capability.id
-                    )));
+                    return Err(ConfigError::Unknown {
+                        key: format!("capabilities[{}] approval policy", entry.capability.id),
+                        kind: "tenant policy ([[approval_policies]])",
+                        name: id.to_owned(),
+                    }
+                    .into());
                 }
             }
         }
@@ -598,84 +661,99 @@ fn configured_capability(
     config: &Config,
     node: &crate::peers::NodeSelf,
 ) -> Result<CapabilityEntry, ServeError> {
-    let capability: Capability =
-        serde_json::from_value(serde_json::Value::Object(entry.capability.clone()))
-            .map_err(|e| ServeError::Config(format!("capability entry: {e}")))?;
+    let capability: Capability = serde_json::from_value(serde_json::Value::Object(
+        entry.capability.clone(),
+    ))
+    .map_err(|source| ConfigError::Entry {
+        key: format!(
+            "capabilities[{}]",
+            entry
+                .capability
+                .get("id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("?")
+        ),
+        source,
+    })?;
     let approval_tiers = entry
         .approval_tiers
         .iter()
         .enumerate()
         .map(|(i, tier)| {
-            let invalid = |what: String| {
-                ServeError::Config(format!(
-                    "capability {}: approval_tiers[{i}]: {what}",
-                    capability.id
-                ))
-            };
+            let key = |k: &str| format!("capabilities[{}].approval_tiers[{i}].{k}", capability.id);
             let when = tier
                 .when
                 .as_deref()
                 .map(Predicate::parse)
                 .transpose()
-                .map_err(|e| invalid(e.to_string()))?;
-            let policy = serde_json::from_value(tier.policy.clone())
-                .map_err(|e| invalid(format!("policy: {e}")))?;
+                .map_err(|e| rejected(key("when"), e))?;
+            let policy = serde_json::from_value(tier.policy.clone()).map_err(|source| {
+                ConfigError::Entry {
+                    key: key("policy"),
+                    source,
+                }
+            })?;
             Ok(ApprovalTier { when, policy })
         })
         .collect::<Result<Vec<_>, ServeError>>()?;
-    let handler: Arc<dyn ActionHandler> =
-        match &entry.handler {
-            HandlerConfig::Http {
-                url,
-                timeout_ms,
-                ca_file,
-                reconcile_url,
-                plan_ttl_ms,
-            } => {
-                let contract = capability.contract.as_ref();
-                // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
-                let mutation =
-                    contract.is_none_or(|c| c.side_effects.iter().any(|e| *e != SideEffect::Read));
-                let modes = contract_modes(&capability);
-                let extra_roots_pem = match ca_file {
-                    Some(path) => Some(std::fs::read(path).map_err(|e| {
-                        ServeError::Config(format!(
-                            "capability {}: ca_file {}: {e}",
-                            capability.id,
-                            path.display()
-                        ))
-                    })?),
-                    None => None,
-                };
-                let transactions =
-                    http_transactions(&capability, reconcile_url.as_deref(), *plan_ttl_ms)?;
-                let config = HttpHandlerConfig {
-                    url: url.clone(),
-                    timeout: Duration::from_millis(*timeout_ms),
-                    mutation,
-                    modes,
-                    extra_roots_pem,
-                    transactions,
-                    reconcile_url: reconcile_url.clone(),
-                };
-                Arc::new(HttpHandler::new(config).map_err(|e| {
-                    ServeError::Config(format!("capability {}: {e}", capability.id))
-                })?)
-            }
-            HandlerConfig::Peer {
-                peer,
-                capability: remote,
-                scope,
-                transport,
-            } => crate::peers::handler(
-                &capability,
-                (peer, remote, scope.as_deref(), transport.as_deref()),
-                &config.peers,
-                node,
-                contract_modes(&capability),
+    let handler: Arc<dyn ActionHandler> = match &entry.handler {
+        HandlerConfig::Http {
+            url,
+            timeout_ms,
+            ca_file,
+            reconcile_url,
+            plan_ttl_ms,
+        } => {
+            let contract = capability.contract.as_ref();
+            // Conservative (spec 9.4): without a contract the call is assumed to have side effects.
+            let mutation =
+                contract.is_none_or(|c| c.side_effects.iter().any(|e| *e != SideEffect::Read));
+            let modes = contract_modes(&capability);
+            let extra_roots_pem = match ca_file {
+                Some(path) => {
+                    Some(
+                        std::fs::read(path).map_err(|source| ConfigError::Unreadable {
+                            key: format!("capabilities[{}].handler.ca_file", capability.id),
+                            path: path.clone(),
+                            source,
+                        })?,
+                    )
+                }
+                None => None,
+            };
+            let transactions =
+                http_transactions(&capability, reconcile_url.as_deref(), *plan_ttl_ms)?;
+            let config = HttpHandlerConfig {
+                url: url.clone(),
+                timeout: Duration::from_millis(*timeout_ms),
+                mutation,
+                modes,
+                extra_roots_pem,
+                transactions,
+                reconcile_url: reconcile_url.clone(),
+            };
+            Arc::new(
+                HttpHandler::new(config)
+                    .map_err(|e| rejected(format!("capabilities[{}].handler", capability.id), e))?,
             )
-            .map_err(ServeError::Config)?,
-        };
+        }
+        HandlerConfig::Peer {
+            peer,
+            capability: remote,
+            scope,
+            transport,
+        } => crate::peers::handler(
+            &capability,
+            (peer, remote, scope.as_deref(), transport.as_deref()),
+            &config.peers,
+            node,
+            contract_modes(&capability),
+        )
+        .map_err(|reason| ServeError::Section {
+            section: "capabilities (peer handler)",
+            reason,
+        })?,
+    };
     Ok(CapabilityEntry {
         capability,
         handler,
@@ -714,30 +792,34 @@ fn http_transactions(
     reconcile_url: Option<&str>,
     plan_ttl_ms: Option<u64>,
 ) -> Result<Option<aip_runtime::TransactionSupport>, ServeError> {
-    let invalid = |what: &str| ServeError::Config(format!("capability {}: {what}", capability.id));
+    let key = |k: &str| format!("capabilities[{}].handler.{k}", capability.id);
     let Some(contract) = capability
         .contract
         .as_ref()
         .and_then(|c| c.transaction.as_ref())
     else {
         if reconcile_url.is_some() || plan_ttl_ms.is_some() {
-            return Err(invalid(
-                "reconcile_url and plan_ttl_ms need a transaction contract",
-            ));
+            return Err(ConfigError::Needs {
+                key: key("reconcile_url or plan_ttl_ms"),
+                needs: "a transaction contract (contract.transaction)",
+                why: "neither is configured in vain",
+            }
+            .into());
         }
         return Ok(None);
     };
     let modes: BTreeSet<aip_core::TransactionMode> =
         contract.supported_modes.iter().copied().collect();
     if modes.contains(&aip_core::TransactionMode::Reconcile) && reconcile_url.is_none() {
-        return Err(invalid(
-            "the transaction contract lists reconcile: configure the handler's reconcile_url",
-        ));
+        return Err(ConfigError::Needs {
+            key: format!("capabilities[{}].contract.transaction", capability.id),
+            needs: "the handler's reconcile_url",
+            why: "the transaction contract lists reconcile",
+        }
+        .into());
     }
     let ttl = plan_ttl_ms.unwrap_or(aip_runtime::DEFAULT_PLAN_TTL_MS);
-    if ttl == 0 || ttl > aip_runtime::MAX_PLAN_TTL_MS {
-        return Err(invalid("plan_ttl_ms must be within 1..=604800000"));
-    }
+    within(key("plan_ttl_ms"), ttl, 1..=aip_runtime::MAX_PLAN_TTL_MS)?;
     Ok(Some(aip_runtime::TransactionSupport {
         modes,
         dry_run_fidelity: contract.dry_run_fidelity,

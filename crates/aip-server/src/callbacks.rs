@@ -8,7 +8,7 @@ use aip_runtime::callback::{CallbackPolicy, CallbackPublisher, SendError, ssrf::
 use async_trait::async_trait;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, malformed, within, within_usize};
 
 /// `[callbacks]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -96,45 +96,49 @@ fn default_max_response_bytes() -> usize {
 impl CallbacksConfig {
     /// Range checks.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let invalid = |m: String| Err(ConfigError::Invalid(format!("callbacks: {m}")));
-        if !(1..=100).contains(&self.max_attempts) {
-            return invalid("max_attempts must be within 1..=100".into());
+        within("callbacks.max_attempts", self.max_attempts, 1..=100)?;
+        within("callbacks.timeout_ms", self.timeout_ms, 1..=300_000)?;
+        within_usize(
+            "callbacks.retry_backoff_ms length",
+            self.retry_backoff_ms.len(),
+            1..=100,
+        )?;
+        for wait in &self.retry_backoff_ms {
+            within("callbacks.retry_backoff_ms[]", *wait, 0..=86_400_000)?;
         }
-        if !(1..=300_000).contains(&self.timeout_ms) {
-            return invalid("timeout_ms must be within 1..=300000".into());
-        }
-        if self.retry_backoff_ms.is_empty()
-            || self.retry_backoff_ms.len() > 100
-            || self.retry_backoff_ms.iter().any(|&b| b > 86_400_000)
-        {
-            return invalid("retry_backoff_ms needs 1..=100 waits of at most 86400000".into());
-        }
-        if self.max_redirects > 5 {
-            return invalid("max_redirects must be within 0..=5".into());
-        }
-        if !(1024..=16 * 1024 * 1024).contains(&self.max_request_bytes)
-            || !(1..=16 * 1024 * 1024).contains(&self.max_response_bytes)
-        {
-            return invalid(
-                "max_request_bytes must be within 1024..=16777216, max_response_bytes 1..=16777216"
-                    .into(),
-            );
-        }
-        for host in self
-            .allowed_hosts
-            .iter()
-            .chain(&self.allow_internal_hosts)
-            .chain(&self.allow_http_hosts)
-        {
-            if host.is_empty() || *host != host.to_ascii_lowercase() || host.ends_with('.') {
-                return invalid(format!(
-                    "{host:?}: host names are exact, lowercase, without a trailing dot"
-                ));
+        within("callbacks.max_redirects", self.max_redirects, 0..=5)?;
+        within_usize(
+            "callbacks.max_request_bytes",
+            self.max_request_bytes,
+            1024..=16 * 1024 * 1024,
+        )?;
+        within_usize(
+            "callbacks.max_response_bytes",
+            self.max_response_bytes,
+            1..=16 * 1024 * 1024,
+        )?;
+        for (key, hosts) in [
+            ("callbacks.allowed_hosts", &self.allowed_hosts),
+            ("callbacks.allow_internal_hosts", &self.allow_internal_hosts),
+            ("callbacks.allow_http_hosts", &self.allow_http_hosts),
+        ] {
+            for host in hosts {
+                if host.is_empty() || *host != host.to_ascii_lowercase() || host.ends_with('.') {
+                    return Err(malformed(
+                        key,
+                        host,
+                        "an exact lowercase host name without a trailing dot",
+                    ));
+                }
             }
         }
         for prefix in &self.nats_subject_prefixes {
             if prefix.is_empty() || prefix.contains(['*', '>', ' ']) {
-                return invalid(format!("{prefix:?} is not a literal subject prefix"));
+                return Err(malformed(
+                    "callbacks.nats_subject_prefixes",
+                    prefix,
+                    "a literal subject prefix",
+                ));
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 use aip_runtime::channel::ChannelPolicy;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, malformed, within_usize};
 
 /// `[channels]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -50,15 +50,14 @@ fn default_max_inline_bytes() -> usize {
 impl ChannelsConfig {
     /// Range checks.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let invalid = |m: &str| Err(ConfigError::Invalid(format!("channels: {m}")));
-        if !(1..=1000).contains(&self.max_parts) {
-            return invalid("max_parts must be 1..=1000");
-        }
-        if !(1..=16 * 1024 * 1024).contains(&self.max_inline_bytes) {
-            return invalid("max_inline_bytes must be 1..=16777216");
-        }
+        within_usize("channels.max_parts", self.max_parts, 1..=1000)?;
+        within_usize(
+            "channels.max_inline_bytes",
+            self.max_inline_bytes,
+            1..=16 * 1024 * 1024,
+        )?;
         if self.redact_keys.iter().any(|k| k.trim().is_empty()) {
-            return invalid("redact_keys may not hold an empty key");
+            return Err(malformed("channels.redact_keys", "", "non-empty keys"));
         }
         Ok(())
     }

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::auth::AuthIndex;
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, malformed, within_usize};
 
 /// Profile id of this binding (spec 20.4).
 pub const PROFILE: &str = "aip.native.nats.v1";
@@ -144,26 +144,30 @@ impl Default for NatsConfig {
 impl NatsConfig {
     /// Range and consistency checks.
     pub fn check(&self) -> Result<(), ConfigError> {
-        let invalid = |m: &str| Err(ConfigError::Invalid(format!("nats: {m}")));
         for (name, value) in [
-            ("trust_domain", &self.trust_domain),
-            ("service", &self.service),
-            ("service_version", &self.service_version),
+            ("nats.trust_domain", &self.trust_domain),
+            ("nats.service", &self.service),
+            ("nats.service_version", &self.service_version),
         ] {
             let clean = sanitize(value);
             if clean.is_empty() || clean.contains(['*', '>']) || clean.chars().any(char::is_control)
             {
-                return invalid(&format!("{name} must be a non-empty subject token"));
+                return Err(malformed(name, value, "a non-empty subject token"));
             }
         }
         if self.queue_group.is_empty() || self.queue_group.contains([' ', '*', '>']) {
-            return invalid("queue_group must be a non-empty token without spaces or wildcards");
+            return Err(malformed(
+                "nats.queue_group",
+                &self.queue_group,
+                "a non-empty token without spaces or wildcards",
+            ));
         }
-        if self.max_in_flight == 0 || self.max_in_flight > 65_536 {
-            return invalid("max_in_flight must be within 1..=65536");
-        }
+        within_usize("nats.max_in_flight", self.max_in_flight, 1..=65_536)?;
         if self.user.is_some() != self.password_file.is_some() {
-            return invalid("give user and password_file together");
+            return Err(ConfigError::Together {
+                key: "nats.user".into(),
+                other: "nats.password_file",
+            });
         }
         let methods = [
             self.user.is_some(),
@@ -172,12 +176,21 @@ impl NatsConfig {
             self.credentials_file.is_some(),
         ];
         if methods.iter().filter(|m| **m).count() > 1 {
-            return invalid(
-                "choose one of user/password_file, token_file, nkey_seed_file, credentials_file",
-            );
+            return Err(ConfigError::AtMostOne {
+                key: "nats".into(),
+                options: &[
+                    "user/password_file",
+                    "token_file",
+                    "nkey_seed_file",
+                    "credentials_file",
+                ],
+            });
         }
         if self.tls_client_cert_file.is_some() != self.tls_client_key_file.is_some() {
-            return invalid("give tls_client_cert_file and tls_client_key_file together");
+            return Err(ConfigError::Together {
+                key: "nats.tls_client_cert_file".into(),
+                other: "nats.tls_client_key_file",
+            });
         }
         Ok(())
     }

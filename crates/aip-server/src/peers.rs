@@ -9,7 +9,7 @@ use aip_runtime::Caller;
 use aip_runtime::delegation::{DelegationPolicy, MAX_CHAIN, Peer};
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, malformed, within, within_usize};
 
 /// `[delegation]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -112,18 +112,18 @@ impl PeerConfig {
 
 /// Range and identity checks of the section and the peers.
 pub fn check(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Result<(), ConfigError> {
-    let invalid = |m: String| Err(ConfigError::Invalid(m));
-    if !(1..=MAX_CHAIN).contains(&delegation.max_chain) {
-        return invalid(format!(
-            "delegation.max_chain must be within 1..={MAX_CHAIN}"
-        ));
-    }
-    if !(1..=604_800_000).contains(&delegation.max_chain_age_ms) {
-        return invalid("delegation.max_chain_age_ms must be within 1..=604800000".into());
-    }
-    if delegation.trust_domain.is_empty() || delegation.trust_domain.len() > 253 {
-        return invalid("delegation.trust_domain must be 1..=253 characters".into());
-    }
+    within_usize("delegation.max_chain", delegation.max_chain, 1..=MAX_CHAIN)?;
+    within(
+        "delegation.max_chain_age_ms",
+        delegation.max_chain_age_ms,
+        1..=604_800_000,
+    )?;
+    within_usize(
+        "delegation.trust_domain length",
+        delegation.trust_domain.len(),
+        1..=253,
+    )?;
+    const REGION: &str = "1..=64 of [a-z0-9-]";
     let region_ok = |r: &str| {
         !r.is_empty()
             && r.len() <= 64
@@ -133,20 +133,16 @@ pub fn check(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Result<(), 
     if let Some(r) = &delegation.region
         && !region_ok(r)
     {
-        return invalid(format!(
-            "delegation.region {r:?} must be 1..=64 of [a-z0-9-]"
-        ));
+        return Err(malformed("delegation.region", r, REGION));
     }
     let mut names = BTreeSet::new();
     let mut dids = BTreeSet::new();
     for p in peers {
+        let key = |k: &str| format!("peers[{}].{k}", p.name);
         if let Some(r) = &p.region
             && !region_ok(r)
         {
-            return invalid(format!(
-                "peer {}: region {r:?} must be 1..=64 of [a-z0-9-]",
-                p.name
-            ));
+            return Err(malformed(key("region"), r, REGION));
         }
         let name_ok = !p.name.is_empty()
             && p.name.len() <= 64
@@ -154,27 +150,30 @@ pub fn check(delegation: &DelegationConfig, peers: &[PeerConfig]) -> Result<(), 
                 .chars()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
         if !name_ok {
-            return invalid(format!("peers: {:?} must be 1..=64 of [a-z0-9_-]", p.name));
+            return Err(malformed("peers[].name", &p.name, "1..=64 of [a-z0-9_-]"));
         }
         if aip_core::signing::verifying_key_from_did(&p.did).is_err() {
-            return invalid(format!(
-                "peer {}: {} is not an Ed25519 did:key",
-                p.name, p.did
-            ));
+            return Err(malformed(key("did"), &p.did, "an Ed25519 did:key"));
         }
         if p.trust_domain.is_empty() {
-            return invalid(format!("peer {}: trust_domain is required", p.name));
+            return Err(malformed(key("trust_domain"), "", "a trust domain"));
         }
         if let Some(url) = &p.url
             && !(url.starts_with("https://") || url.starts_with("http://"))
         {
-            return invalid(format!("peer {}: url must be an http(s) URL", p.name));
+            return Err(malformed(key("url"), url, "an http(s) URL"));
         }
-        if !names.insert(p.name.as_str()) || !dids.insert(p.did.as_str()) {
-            return invalid(format!(
-                "peer {}: a name and a did:key may be configured once",
-                p.name
-            ));
+        if !names.insert(p.name.as_str()) {
+            return Err(ConfigError::Duplicate {
+                key: "peers[].name".into(),
+                id: p.name.clone(),
+            });
+        }
+        if !dids.insert(p.did.as_str()) {
+            return Err(ConfigError::Duplicate {
+                key: "peers[].did".into(),
+                id: p.did.clone(),
+            });
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use aip_runtime::retention::RetentionPolicy;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
+use crate::config::{ConfigError, malformed, within};
 
 /// `[retention]`.
 #[derive(Debug, Clone, Deserialize)]
@@ -77,51 +77,46 @@ fn default_archive_max_wait_secs() -> u64 {
 impl RetentionConfig {
     /// Range checks.
     pub fn check(&self) -> Result<(), ConfigError> {
-        if !(1..=86_400).contains(&self.purge_interval_secs) {
-            return Err(ConfigError::Invalid(
-                "retention: purge_interval_secs must be 1..=86400".into(),
-            ));
-        }
+        within(
+            "retention.purge_interval_secs",
+            self.purge_interval_secs,
+            1..=86_400,
+        )?;
         // Ten years at most: beyond that "keep" is what is meant, and the arithmetic stays exact.
-        let too_long = |v: Option<u64>| v.is_some_and(|s| s == 0 || s > 315_360_000);
-        if [
-            self.events_secs,
-            self.chunks_secs,
-            self.audit_secs,
-            self.receipts_secs,
-        ]
-        .into_iter()
-        .any(too_long)
-        {
-            return Err(ConfigError::Invalid(
-                "retention: events_secs, chunks_secs, audit_secs and receipts_secs must be \
-                 1..=315360000 (or unset to keep)"
-                    .into(),
-            ));
+        for (key, value) in [
+            ("retention.events_secs", self.events_secs),
+            ("retention.chunks_secs", self.chunks_secs),
+            ("retention.audit_secs", self.audit_secs),
+            ("retention.receipts_secs", self.receipts_secs),
+        ] {
+            if let Some(value) = value {
+                within(key, value, 1..=315_360_000)?;
+            }
         }
-        if !(1..=5_000).contains(&self.archive_min_records) {
-            return Err(ConfigError::Invalid(
-                "retention: archive_min_records must be 1..=5000".into(),
-            ));
-        }
-        if self.archive_max_wait_secs > 315_360_000 {
-            return Err(ConfigError::Invalid(
-                "retention: archive_max_wait_secs must be at most 315360000".into(),
-            ));
-        }
+        within(
+            "retention.archive_min_records",
+            self.archive_min_records,
+            1..=5_000,
+        )?;
+        within(
+            "retention.archive_max_wait_secs",
+            self.archive_max_wait_secs,
+            0..=315_360_000,
+        )?;
         let evidence = self.audit_secs.is_some() || self.receipts_secs.is_some();
         match (&self.archive_dir, self.purge_unarchived) {
-            (Some(_), true) => Err(ConfigError::Invalid(
-                "retention: archive_dir and purge_unarchived exclude each other".into(),
-            )),
-            (None, false) if evidence => Err(ConfigError::Invalid(
-                "retention: audit_secs and receipts_secs need archive_dir (evidence is archived \
-                 before it is purged), or purge_unarchived = true to drop it for good"
-                    .into(),
-            )),
-            (Some(dir), _) if dir.as_os_str().is_empty() => Err(ConfigError::Invalid(
-                "retention: archive_dir is empty".into(),
-            )),
+            (Some(_), true) => Err(ConfigError::Exclusive {
+                key: "retention.archive_dir".into(),
+                other: "retention.purge_unarchived",
+            }),
+            (None, false) if evidence => Err(ConfigError::Needs {
+                key: "retention.audit_secs and receipts_secs".into(),
+                needs: "retention.archive_dir, or purge_unarchived = true to drop evidence for good",
+                why: "evidence is archived before it is purged",
+            }),
+            (Some(dir), _) if dir.as_os_str().is_empty() => {
+                Err(malformed("retention.archive_dir", "", "a directory path"))
+            }
             _ => Ok(()),
         }
     }

@@ -2,7 +2,7 @@
 //! limits and concurrency quotas; their TOML shape, defaults and bounds, and the runtime policies
 //! built from them.
 
-use super::ConfigError;
+use super::{ConfigError, Order, ordered, within, within_usize};
 use serde::Deserialize;
 
 /// Bounds applied to every request (spec 16.4, 22.8).
@@ -112,92 +112,95 @@ impl Default for Limits {
 impl Limits {
     /// The first bound this `[limits]` table breaks (documented in docs/configuration.md).
     pub(super) fn check(&self) -> Result<(), ConfigError> {
-        if self.max_list_limit == 0 || self.max_list_limit > 1000 {
-            return Err(ConfigError::Invalid(
-                "limits.max_list_limit must be within 1..=1000 (spec 16.4)".into(),
-            ));
-        }
-        if self.default_list_limit == 0 || self.default_list_limit > self.max_list_limit {
-            return Err(ConfigError::Invalid(
-                "limits.default_list_limit must be within 1..=max_list_limit".into(),
-            ));
-        }
-        if self.max_wait_ms > 30_000 {
-            return Err(ConfigError::Invalid(
-                "limits.max_wait_ms must be at most 30000 (spec 16.4)".into(),
-            ));
-        }
-        if !(100..=60_000).contains(&self.stream_heartbeat_ms)
-            || !(100..=600_000).contains(&self.stream_send_timeout_ms)
-            || !(1..=4096).contains(&self.stream_buffer_events)
-            || !(1..=4096).contains(&self.ws_max_streams)
-        {
-            return Err(ConfigError::Invalid(
-            "limits.stream_heartbeat_ms must be 100..=60000, stream_send_timeout_ms 100..=600000, stream_buffer_events 1..=4096, ws_max_streams 1..=4096".into(),
-        ));
-        }
+        let key = |k: &str| format!("limits.{k}");
+        within(key("max_list_limit"), self.max_list_limit, 1..=1000)?;
         within(
-            "max_in_flight_requests",
+            key("default_list_limit"),
+            self.default_list_limit,
+            1..=u32::MAX,
+        )?;
+        ordered(
+            key("default_list_limit"),
+            self.default_list_limit.into(),
+            Order::AtMost,
+            "limits.max_list_limit",
+            self.max_list_limit.into(),
+        )?;
+        within(key("max_wait_ms"), self.max_wait_ms, 0..=30_000)?;
+        within(
+            key("stream_heartbeat_ms"),
+            self.stream_heartbeat_ms,
+            100..=60_000,
+        )?;
+        within(
+            key("stream_send_timeout_ms"),
+            self.stream_send_timeout_ms,
+            100..=600_000,
+        )?;
+        within_usize(
+            key("stream_buffer_events"),
+            self.stream_buffer_events,
+            1..=4096,
+        )?;
+        within_usize(key("ws_max_streams"), self.ws_max_streams, 1..=4096)?;
+        within_usize(
+            key("max_in_flight_requests"),
             self.max_in_flight_requests,
             1..=100_000,
         )?;
-        within("max_open_streams", self.max_open_streams, 1..=1_000_000)?;
-        within("max_connections", self.max_connections, 1..=1_000_000)?;
+        within_usize(
+            key("max_open_streams"),
+            self.max_open_streams,
+            1..=1_000_000,
+        )?;
+        within_usize(key("max_connections"), self.max_connections, 1..=1_000_000)?;
         within(
-            "header_read_timeout_ms",
+            key("header_read_timeout_ms"),
             self.header_read_timeout_ms,
             100..=300_000,
         )?;
-        if self.request_timeout_ms <= self.max_wait_ms || self.request_timeout_ms > 3_600_000 {
-            return Err(ConfigError::Invalid(
-                "limits.request_timeout_ms must be more than max_wait_ms and at most 3600000"
-                    .into(),
-            ));
-        }
-        if self.max_body_bytes < 1024 {
-            return Err(ConfigError::Invalid(
-                "limits.max_body_bytes must be at least 1024".into(),
-            ));
-        }
-        if self.default_action_timeout_ms == 0
-            || self.default_action_timeout_ms > self.max_action_timeout_ms
-        {
-            return Err(ConfigError::Invalid(
-                "limits.default_action_timeout_ms must be within 1..=max_action_timeout_ms".into(),
-            ));
-        }
-        within("async_workers", self.async_workers, 1..=1024)?;
-        within("job_max_attempts", self.job_max_attempts, 1..=100)?;
+        within(
+            key("request_timeout_ms"),
+            self.request_timeout_ms,
+            1..=3_600_000,
+        )?;
+        ordered(
+            key("request_timeout_ms"),
+            self.request_timeout_ms,
+            Order::MoreThan,
+            "limits.max_wait_ms",
+            self.max_wait_ms,
+        )?;
+        within_usize(
+            key("max_body_bytes"),
+            self.max_body_bytes,
+            1024..=usize::MAX,
+        )?;
+        within(
+            key("default_action_timeout_ms"),
+            self.default_action_timeout_ms,
+            1..=u64::MAX,
+        )?;
+        ordered(
+            key("default_action_timeout_ms"),
+            self.default_action_timeout_ms,
+            Order::AtMost,
+            "limits.max_action_timeout_ms",
+            self.max_action_timeout_ms,
+        )?;
+        within(key("async_workers"), self.async_workers, 1..=1024)?;
+        within(key("job_max_attempts"), self.job_max_attempts, 1..=100)?;
         self.rates()?;
         self.quotas()?;
-        if self.reconcile_after_ms > 86_400_000 {
-            return Err(ConfigError::Invalid(
-                "limits.reconcile_after_ms must be at most 86400000 (0: only on request)".into(),
-            ));
-        }
-        if self.lease_ms < 1000 {
-            return Err(ConfigError::Invalid(
-                "limits.lease_ms must be at least 1000".into(),
-            ));
-        }
+        // 0: reconcile only on request.
+        within(
+            key("reconcile_after_ms"),
+            self.reconcile_after_ms,
+            0..=86_400_000,
+        )?;
+        within(key("lease_ms"), self.lease_ms, 1000..=u64::MAX)?;
         Ok(())
     }
-}
-
-/// `Ok` when `value` of `limits.<key>` lies in `range`, else the rule it breaks.
-fn within<T: PartialOrd + std::fmt::Display>(
-    key: &str,
-    value: T,
-    range: std::ops::RangeInclusive<T>,
-) -> Result<(), ConfigError> {
-    if range.contains(&value) {
-        return Ok(());
-    }
-    Err(ConfigError::Invalid(format!(
-        "limits.{key} must be within {}..={}",
-        range.start(),
-        range.end()
-    )))
 }
 
 /// A token bucket: `per_second` admissions refill it, `burst` is its size (both 1..=1000000).
@@ -213,18 +216,20 @@ pub struct RateConfig {
 impl RateConfig {
     /// The runtime's rate, or the bound it breaks.
     fn rate(self, key: &str) -> Result<aip_runtime::Rate, ConfigError> {
-        let bound = |v: u32| {
+        let bound = |v: u32, part: &str| {
+            let out_of_range = || ConfigError::OutOfRange {
+                key: format!("{key}.{part}"),
+                min: 1,
+                max: 1_000_000,
+                value: v.into(),
+            };
             std::num::NonZeroU32::new(v)
                 .filter(|v| v.get() <= 1_000_000)
-                .ok_or_else(|| {
-                    ConfigError::Invalid(format!(
-                        "{key}: per_second and burst must be within 1..=1000000"
-                    ))
-                })
+                .ok_or_else(out_of_range)
         };
         Ok(aip_runtime::Rate {
-            per_second: bound(self.per_second)?,
-            burst: bound(self.burst)?,
+            per_second: bound(self.per_second, "per_second")?,
+            burst: bound(self.burst, "burst")?,
         })
     }
 }
@@ -253,15 +258,7 @@ impl Limits {
 
     /// The runtime's concurrency quotas, or the first one out of bounds (1..=1000000).
     pub fn quotas(&self) -> Result<aip_runtime::QuotaPolicy, ConfigError> {
-        let bound = |v: u32, key: &str| {
-            if (1..=1_000_000).contains(&v) {
-                Ok(v)
-            } else {
-                Err(ConfigError::Invalid(format!(
-                    "{key}: a quota must be within 1..=1000000"
-                )))
-            }
-        };
+        let bound = |v: u32, key: &str| within(key, v, 1..=1_000_000).map(|()| v);
         let named = |m: &std::collections::HashMap<String, u32>, key: &str| {
             m.iter()
                 .map(|(id, v)| Ok((id.clone(), bound(*v, &format!("{key}.{id}"))?)))

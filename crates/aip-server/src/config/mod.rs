@@ -8,7 +8,9 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use serde_json::Value;
 
+mod error;
 mod limits;
+pub use error::{ConfigError, Order, malformed, ordered, rejected, within, within_usize};
 pub use limits::{Limits, RateConfig};
 
 /// Top-level keys that environment variables may override (`AIP_<KEY>`, nested with `__`).
@@ -390,26 +392,6 @@ pub enum HandlerConfig {
     },
 }
 
-/// Why configuration could not be loaded.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The file or an environment override is malformed.
-    #[error("configuration: {0}")]
-    Parse(#[from] Box<figment::Error>),
-    /// A value is out of its documented range.
-    #[error("configuration: {0}")]
-    Invalid(String),
-    /// A key's value is outside the bound the spec section it implements allows.
-    #[error("configuration: {key} {rule}")]
-    OutOfBounds {
-        /// The key, as written in the file (`section.key`).
-        key: &'static str,
-        /// The bound it breaks, with the value given.
-        rule: String,
-    },
-}
-
 /// Largest `security.max_clock_skew_ms`: beyond 15 minutes a replayed envelope stays fresh too
 /// long (spec 22.3).
 pub const MAX_CLOCK_SKEW_MS: u64 = 15 * 60 * 1000;
@@ -430,10 +412,9 @@ impl Config {
         let mut figment = Figment::new();
         if let Some(file) = file {
             if !file.is_file() {
-                return Err(ConfigError::Invalid(format!(
-                    "config file {} not found",
-                    file.display()
-                )));
+                return Err(ConfigError::FileNotFound {
+                    path: file.to_path_buf(),
+                });
             }
             figment = figment.merge(Toml::file(file));
         }
@@ -453,52 +434,48 @@ impl Config {
     /// Spec 22.3: freshness needs a bounded skew, and a replay window that covers it (a message
     /// id forgotten while its `sent_at` is still fresh could be replayed).
     fn check_security(&self) -> Result<(), ConfigError> {
-        if self.shutdown.grace_ms > MAX_GRACE_MS {
-            return Err(ConfigError::OutOfBounds {
-                key: "shutdown.grace_ms",
-                rule: format!(
-                    "must be within 0..={MAX_GRACE_MS} (an hour), not {}",
-                    self.shutdown.grace_ms
-                ),
-            });
-        }
+        within(
+            "shutdown.grace_ms",
+            self.shutdown.grace_ms,
+            0..=MAX_GRACE_MS,
+        )?;
         let s = &self.security;
-        if s.max_clock_skew_ms == 0 || s.max_clock_skew_ms > MAX_CLOCK_SKEW_MS {
-            return Err(ConfigError::OutOfBounds {
-                key: "security.max_clock_skew_ms",
-                rule: format!(
-                    "must be within 1..={MAX_CLOCK_SKEW_MS} (15 minutes), not {}",
-                    s.max_clock_skew_ms
-                ),
-            });
-        }
-        if s.replay_window_ms == 0 || s.replay_window_ms < s.max_clock_skew_ms {
-            return Err(ConfigError::OutOfBounds {
-                key: "security.replay_window_ms",
-                rule: format!(
-                    "must be > 0 and at least security.max_clock_skew_ms ({}), not {}",
-                    s.max_clock_skew_ms, s.replay_window_ms
-                ),
-            });
-        }
-        if !(100..=MAX_REFUSAL_WINDOW_MS).contains(&s.refusal_audit_window_ms) {
-            return Err(ConfigError::OutOfBounds {
-                key: "security.refusal_audit_window_ms",
-                rule: format!(
-                    "must be within 100..={MAX_REFUSAL_WINDOW_MS} (an hour), not {}",
-                    s.refusal_audit_window_ms
-                ),
-            });
-        }
+        within(
+            "security.max_clock_skew_ms",
+            s.max_clock_skew_ms,
+            1..=MAX_CLOCK_SKEW_MS,
+        )?;
+        ordered(
+            "security.replay_window_ms",
+            s.replay_window_ms,
+            Order::AtLeast,
+            "security.max_clock_skew_ms",
+            s.max_clock_skew_ms,
+        )?;
+        within(
+            "security.refusal_audit_window_ms",
+            s.refusal_audit_window_ms,
+            100..=MAX_REFUSAL_WINDOW_MS,
+        )?;
         // The node's security log is a reserved tenant: no principal may be in it.
         let reserved = aip_runtime::NODE_LOG_TENANT;
-        if self.admin.tenant == reserved
-            || self.principals.iter().any(|p| p.tenant == reserved)
-            || self.approval_policies.iter().any(|p| p.tenant == reserved)
-        {
-            return Err(ConfigError::OutOfBounds {
-                key: "principals.tenant",
-                rule: format!("must not be {reserved}, the node's security log"),
+        let taken = std::iter::once(("admin.tenant".to_owned(), &self.admin.tenant))
+            .chain(
+                self.principals
+                    .iter()
+                    .map(|p| (format!("principals[{}].tenant", p.id), &p.tenant)),
+            )
+            .chain(
+                self.approval_policies
+                    .iter()
+                    .map(|p| (format!("approval_policies[{}].tenant", p.id), &p.tenant)),
+            )
+            .find(|(_, tenant)| *tenant == reserved);
+        if let Some((key, _)) = taken {
+            return Err(ConfigError::Reserved {
+                key,
+                value: reserved.into(),
+                why: "the node's security log",
             });
         }
         Ok(())
@@ -508,23 +485,23 @@ impl Config {
     pub fn check(&self) -> Result<(), ConfigError> {
         let mut seen = std::collections::HashSet::new();
         for p in &self.approval_policies {
-            if p.id.is_empty() || p.id.len() > 128 || p.tenant.is_empty() {
-                return Err(ConfigError::Invalid(format!(
-                    "approval_policies: {:?} needs an id of 1..=128 characters and a tenant",
-                    p.id
-                )));
+            let key = format!("approval_policies[{}]", p.id);
+            within_usize(format!("{key}.id length"), p.id.len(), 1..=128)?;
+            if p.tenant.is_empty() {
+                return Err(malformed(format!("{key}.tenant"), "", "a tenant id"));
             }
             if p.principals.is_empty() && p.roles.is_empty() && p.groups.is_empty() {
-                return Err(ConfigError::Invalid(format!(
-                    "approval_policies: {} (tenant {}) names no principals, roles or groups",
-                    p.id, p.tenant
-                )));
+                return Err(ConfigError::Needs {
+                    key,
+                    needs: "principals, roles or groups",
+                    why: "a policy without members approves nothing",
+                });
             }
             if !seen.insert((p.tenant.as_str(), p.id.as_str())) {
-                return Err(ConfigError::Invalid(format!(
-                    "approval_policies: {} is defined twice for tenant {}",
-                    p.id, p.tenant
-                )));
+                return Err(ConfigError::Duplicate {
+                    key: format!("approval_policies (tenant {})", p.tenant),
+                    id: p.id.clone(),
+                });
             }
         }
         self.check_security()?;
@@ -532,8 +509,10 @@ impl Config {
         if let Some(database) = &self.database
             && database.trim().is_empty()
         {
-            return Err(ConfigError::Invalid(
-                "database must be a postgres:// URL or a SQLite path".into(),
+            return Err(malformed(
+                "database",
+                database,
+                "a postgres:// URL or a SQLite path",
             ));
         }
         self.nats.check()?;
@@ -543,21 +522,22 @@ impl Config {
         crate::peers::check(&self.delegation, &self.peers)?;
         for p in &self.principals {
             if p.id.is_empty() {
-                return Err(ConfigError::Invalid("a principal has an empty id".into()));
+                return Err(malformed("principals[].id", "", "a non-empty principal id"));
             }
             if let Some(account) = &p.external_account
                 && (account.system.is_empty() || account.id.is_empty())
             {
-                return Err(ConfigError::Invalid(format!(
-                    "principal {}: external_account needs a non-empty system and id",
-                    p.id
-                )));
+                return Err(ConfigError::Needs {
+                    key: format!("principals[{}].external_account", p.id),
+                    needs: "a non-empty system and id",
+                    why: "it scopes idempotency keys (spec 8.3)",
+                });
             }
             if p.token_sha256.is_some() == p.token_file.is_some() {
-                return Err(ConfigError::Invalid(format!(
-                    "principal {}: give exactly one of token_sha256 or token_file",
-                    p.id
-                )));
+                return Err(ConfigError::ExactlyOne {
+                    key: format!("principals[{}]", p.id),
+                    options: &["token_sha256", "token_file"],
+                });
             }
         }
         Ok(())

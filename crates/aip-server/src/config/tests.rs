@@ -21,7 +21,9 @@ fn clock_skew_and_replay_window_outside_their_bounds_are_refused_naming_the_key(
         config.security.max_clock_skew_ms = skew;
         config.security.replay_window_ms = window;
         match config.check() {
-            Err(ConfigError::OutOfBounds { key, .. }) => Some(key),
+            Err(e @ (ConfigError::OutOfRange { .. } | ConfigError::Ordered { .. })) => {
+                e.key().map(str::to_owned)
+            }
             Ok(()) => None,
             Err(other) => panic!("{other}"),
         }
@@ -30,11 +32,20 @@ fn clock_skew_and_replay_window_outside_their_bounds_are_refused_naming_the_key(
     assert_eq!(refused(MAX_CLOCK_SKEW_MS, MAX_CLOCK_SKEW_MS), None);
     assert_eq!(
         refused(MAX_CLOCK_SKEW_MS + 1, 10 * MAX_CLOCK_SKEW_MS),
-        Some("security.max_clock_skew_ms")
+        Some("security.max_clock_skew_ms".to_owned())
     );
-    assert_eq!(refused(0, 600_000), Some("security.max_clock_skew_ms"));
-    assert_eq!(refused(300_000, 0), Some("security.replay_window_ms"));
-    assert_eq!(refused(300_000, 299_999), Some("security.replay_window_ms"));
+    assert_eq!(
+        refused(0, 600_000),
+        Some("security.max_clock_skew_ms".to_owned())
+    );
+    assert_eq!(
+        refused(300_000, 0),
+        Some("security.replay_window_ms".to_owned())
+    );
+    assert_eq!(
+        refused(300_000, 299_999),
+        Some("security.replay_window_ms".to_owned())
+    );
 }
 
 #[test]
@@ -368,4 +379,69 @@ fn docs_configuration_lists_every_environment_variable() {
 fn an_unknown_key_is_refused() {
     let figment = Figment::from(Toml::string("lisen = \"127.0.0.1:1\"\n"));
     assert!(figment.extract::<Config>().is_err());
+}
+
+#[test]
+fn each_section_refuses_a_broken_rule_with_a_typed_error_naming_its_key() {
+    let cases: &[(&str, &str)] = &[
+        ("[limits]\nmax_list_limit = 1001", "limits.max_list_limit"),
+        (
+            "[limits]\nstream_buffer_events = 0",
+            "limits.stream_buffer_events",
+        ),
+        ("[limits]\nws_max_streams = 5000", "limits.ws_max_streams"),
+        ("[limits]\nlease_ms = 999", "limits.lease_ms"),
+        (
+            "[limits]\nmax_wait_ms = 1000\nrequest_timeout_ms = 1000",
+            "limits.request_timeout_ms",
+        ),
+        (
+            "[limits.rate_per_principal]\nper_second = 0\nburst = 1",
+            "limits.rate_per_principal.per_second",
+        ),
+        (
+            "[limits]\nmax_running_per_tenant = 0",
+            "limits.max_running_per_tenant",
+        ),
+        ("[shutdown]\ngrace_ms = 3600001", "shutdown.grace_ms"),
+        ("[nats]\nqueue_group = \"a b\"", "nats.queue_group"),
+        ("[nats]\nuser = \"u\"", "nats.user"),
+        ("[channels]\nmax_parts = 0", "channels.max_parts"),
+        ("[callbacks]\nmax_redirects = 6", "callbacks.max_redirects"),
+        (
+            "[callbacks]\nallowed_hosts = [\"A.example\"]",
+            "callbacks.allowed_hosts",
+        ),
+        (
+            "[retention]\npurge_interval_secs = 0",
+            "retention.purge_interval_secs",
+        ),
+        ("[retention]\nevents_secs = 0", "retention.events_secs"),
+        (
+            "[retention]\narchive_dir = \"a\"\npurge_unarchived = true",
+            "retention.archive_dir",
+        ),
+        ("[delegation]\nmax_chain = 0", "delegation.max_chain"),
+        ("[delegation]\nregion = \"EU\"", "delegation.region"),
+        (
+            "[[principals]]\nid = \"a\"\ntoken_sha256 = \"00\"\ntoken_file = \"/x\"",
+            "principals[a]",
+        ),
+        (
+            "[[principals]]\nid = \"a\"\ntenant = \"aip.node\"\ntoken_sha256 = \"00\"",
+            "principals[a].tenant",
+        ),
+        (
+            "[[approval_policies]]\nid = \"p\"\ntenant = \"t\"",
+            "approval_policies[p]",
+        ),
+    ];
+    for (toml, key) in cases {
+        let config: Config = Figment::from(Toml::string(toml))
+            .extract()
+            .unwrap_or_else(|e| panic!("{toml}: {e}"));
+        let err = config.check().expect_err(toml);
+        assert_eq!(err.key(), Some(*key), "{toml}: {err}");
+        assert!(err.to_string().contains(key), "{toml}: {err}");
+    }
 }
