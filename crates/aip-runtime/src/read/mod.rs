@@ -43,27 +43,57 @@ impl ActionWaiters {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn subscribe(&self, tenant: &str, action_id: &str) -> Arc<Notify> {
-        Arc::clone(
-            self.lock()
-                .entry((tenant.to_owned(), action_id.to_owned()))
-                .or_default(),
-        )
+    /// A waiter's wake-up for one action; the entry goes when its last waiter is dropped, also
+    /// when the waiting future is cancelled (a client that disconnects mid-wait).
+    fn subscribe(&self, tenant: &str, action_id: &str) -> Waiter<'_> {
+        let key = (tenant.to_owned(), action_id.to_owned());
+        let notify = Arc::clone(self.lock().entry(key.clone()).or_default());
+        Waiter {
+            waiters: self,
+            key,
+            notify: Some(notify),
+        }
     }
 
-    fn release(&self, tenant: &str, action_id: &str, notify: Arc<Notify>) {
-        let mut waiting = self.lock();
-        let key = (tenant.to_owned(), action_id.to_owned());
-        // The map's reference and ours: nobody else waits.
-        if Arc::strong_count(&notify) <= 2 {
-            waiting.remove(&key);
-        }
+    /// How many actions have waiters (tests: entries do not outlive their waiters).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
     }
 
     /// Wakes the waiters of one action (after this node committed a change to it).
     pub(crate) fn wake(&self, tenant: &str, action_id: &str) {
         if let Some(notify) = self.lock().get(&(tenant.to_owned(), action_id.to_owned())) {
             notify.notify_waiters();
+        }
+    }
+}
+
+/// One waiter of an [`ActionWaiters`] entry.
+struct Waiter<'a> {
+    waiters: &'a ActionWaiters,
+    key: (String, String),
+    notify: Option<Arc<Notify>>,
+}
+
+impl Waiter<'_> {
+    fn notify(&self) -> &Notify {
+        // Set at creation and taken only in `drop`.
+        self.notify.as_deref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl Drop for Waiter<'_> {
+    fn drop(&mut self) {
+        let mut waiting = self.waiters.lock();
+        // Our reference goes under the lock, so two waiters leaving at once cannot both see the
+        // other's reference and leave the entry behind.
+        drop(self.notify.take());
+        if waiting
+            .get(&self.key)
+            .is_some_and(|n| Arc::strong_count(n) == 1)
+        {
+            waiting.remove(&self.key);
         }
     }
 }
@@ -96,8 +126,9 @@ impl Runtime {
         let mut watch =
             (self.store().backend() != Backend::Sqlite).then(|| self.store().watch_changes());
         let (tenant, action_id) = (record.tenant.clone(), record.action_id.clone());
-        let notify = self.action_waiters().subscribe(&tenant, &action_id);
-        let outcome = async {
+        let waiter = self.action_waiters().subscribe(&tenant, &action_id);
+        let notify = waiter.notify();
+        async {
             while !record.state.is_terminal() {
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
@@ -129,9 +160,7 @@ impl Runtime {
             }
             Ok(record)
         }
-        .await;
-        self.action_waiters().release(&tenant, &action_id, notify);
-        outcome
+        .await
     }
 
     /// A requested wait, checked against the bound (spec 16.4).
@@ -183,5 +212,52 @@ impl Runtime {
             (false, Some(p)) if p == caller.id => Ok(Some(caller.id.clone())),
             (false, Some(_)) => Err(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_entry_goes_with_its_last_waiter_whichever_leaves_first() {
+        let waiters = ActionWaiters::default();
+        let first = waiters.subscribe("t", "x");
+        let second = waiters.subscribe("t", "x");
+        let other = waiters.subscribe("t", "y");
+        assert_eq!(waiters.len(), 2);
+        drop(first);
+        assert_eq!(waiters.len(), 2);
+        drop(second);
+        assert_eq!(waiters.len(), 1);
+        drop(other);
+        assert_eq!(waiters.len(), 0);
+    }
+
+    #[test]
+    fn waiters_leaving_at_once_on_many_threads_leave_no_entry_behind() {
+        let waiters = ActionWaiters::default();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for _ in 0..5_000 {
+                        drop(waiters.subscribe("t", "x"));
+                    }
+                });
+            }
+        });
+        assert_eq!(waiters.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_wait_cancelled_midway_leaves_no_entry_behind() {
+        let waiters = ActionWaiters::default();
+        let wait = async {
+            let waiter = waiters.subscribe("t", "x");
+            waiter.notify().notified().await;
+        };
+        let timed_out = tokio::time::timeout(Duration::from_millis(10), wait).await;
+        assert!(timed_out.is_err());
+        assert_eq!(waiters.len(), 0);
     }
 }
