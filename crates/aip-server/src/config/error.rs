@@ -20,7 +20,7 @@ pub enum ConfigError {
         path: PathBuf,
     },
     /// A number outside its documented range.
-    #[error("configuration: {key} must be within {min}..={max}, not {value}")]
+    #[error("configuration: {key} must be {}, not {value}", range_text(*min, *max))]
     OutOfRange {
         /// The key.
         key: String,
@@ -157,6 +157,15 @@ pub enum ConfigError {
     },
 }
 
+/// `within 1..=5`, or `at least 1024` for a range with no upper bound of its own.
+fn range_text(min: u64, max: u64) -> String {
+    if max == u64::MAX || (usize::BITS == 64 && max == usize::MAX as u64) {
+        format!("at least {min}")
+    } else {
+        format!("within {min}..={max}")
+    }
+}
+
 /// The order a key keeps with another key ([`ConfigError::Ordered`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
@@ -290,6 +299,22 @@ mod tests {
             let key = e.key().expect("a rule names its key").to_owned();
             assert!(e.to_string().contains(&key), "{e}");
         }
+    }
+
+    #[test]
+    fn a_range_without_an_upper_bound_reads_as_a_minimum() {
+        let e = within("limits.lease_ms", 999u64, 1000..=u64::MAX).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("limits.lease_ms must be at least 1000, not 999"),
+            "{e}"
+        );
+        let e = within("limits.max_wait_ms", 30_001u64, 0..=30_000).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("must be within 0..=30000, not 30001"),
+            "{e}"
+        );
     }
 
     #[test]
