@@ -159,7 +159,8 @@ pub enum ConfigError {
 
 /// `within 1..=5`, or `at least 1024` for a range with no upper bound of its own.
 fn range_text(min: u64, max: u64) -> String {
-    if max == u64::MAX || (usize::BITS == 64 && max == usize::MAX as u64) {
+    // `within_usize` widens `usize::MAX` to `u64::MAX`.
+    if max == u64::MAX {
         format!("at least {min}")
     } else {
         format!("within {min}..={max}")

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 mod error;
 mod limits;
+pub mod nats;
 pub use error::{ConfigError, Order, malformed, ordered, rejected, within, within_usize};
 pub use limits::{Limits, RateConfig};
 
@@ -63,7 +64,7 @@ pub struct Config {
     pub database: Option<String>,
     /// The native NATS binding (spec 20.4); off unless `nats.url` is set.
     #[serde(default)]
-    pub nats: crate::nats::NatsConfig,
+    pub nats: nats::NatsConfig,
     /// Accepted `Host` header names (DNS-rebinding guard). Empty: loopback names when listening on
     /// loopback, any host otherwise.
     #[serde(default)]
@@ -551,7 +552,7 @@ impl Default for Config {
             data_dir: default_data_dir(),
             node_key_file: None,
             database: None,
-            nats: crate::nats::NatsConfig::default(),
+            nats: nats::NatsConfig::default(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             demo_capabilities: true,
