@@ -383,13 +383,9 @@ async fn slow_booking_provider() -> (String, Arc<AtomicUsize>) {
     (format!("http://{addr}"), received)
 }
 
-#[tokio::test]
-async fn a_mutation_in_flight_at_the_drain_deadline_is_settled_uncertain_after_the_restart_and_never_sent_twice()
- {
-    let (provider, received) = slow_booking_provider().await;
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let config = dir.path().join("aip.toml");
+/// The config of an unsafe booking capability `cap:ext:book` served by `provider`.
+fn booking_config(dir: &std::path::Path, provider: &str) -> std::path::PathBuf {
+    let config = dir.join("aip.toml");
     std::fs::write(
         &config,
         format!(
@@ -408,12 +404,11 @@ data = {{ sensitivity = "internal", contains_pii = false, redaction_required = f
         ),
     )
     .unwrap();
-    // A grace shorter than the provider's answer, leases of a minute.
-    let env = [
-        ("AIP_SHUTDOWN__GRACE_MS", "500"),
-        ("AIP_LIMITS__LEASE_MS", "60000"),
-    ];
-    let mut server = Server::start(&data, Some(&config), &env);
+    config
+}
+
+/// Admits an async booking and waits until the provider holds it: (action id, the action).
+async fn booking_sent(server: &Server, received: &AtomicUsize) -> (String, serde_json::Value) {
     let action_id = id("act_");
     let action = json!({ "id": action_id, "capability_id": "cap:ext:book", "mode": "async", "input": { "table": 7 }, "idempotency_key": id("book-") });
     let (status, reply) = server.admin().act(action.clone()).await;
@@ -429,6 +424,66 @@ data = {{ sensitivity = "internal", contains_pii = false, redaction_required = f
         1,
         "the booking never reached the provider"
     );
+    (action_id, action)
+}
+
+#[tokio::test]
+async fn a_drain_waits_past_its_grace_for_a_running_mutation_while_work_safe_to_rerun_is_released_at_the_grace()
+ {
+    let (provider, received) = slow_booking_provider().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = booking_config(dir.path(), &provider);
+    // The provider answers after 5 s: past the grace, within the mutations' grace.
+    let env = [
+        ("AIP_SHUTDOWN__GRACE_MS", "500"),
+        ("AIP_SHUTDOWN__MUTATION_GRACE_MS", "15000"),
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+    ];
+    let mut server = Server::start(&data, Some(&config), &env);
+    let sleeps = running_sleeps(&server, 1, 60_000).await;
+    let (booking, _) = booking_sent(&server, &received).await;
+    sigterm(&server);
+    let took = exited(&mut server, Duration::from_secs(20)).await;
+    assert!(
+        took > Duration::from_secs(3),
+        "the drain did not wait for the mutation: {took:?}"
+    );
+    let printed = server.stdout.lock().unwrap().join("\n");
+    assert!(
+        printed.contains("1 handler(s) finished; 1 still running")
+            && printed.contains(&sleeps[0])
+            && !printed.contains(&booking),
+        "{printed}"
+    );
+    let server = Server::start(&data, Some(&config), &env);
+    let admin = server.admin();
+    let view = admin.wait_terminal(&booking).await;
+    assert_eq!(view["state"], "completed", "{view}");
+    assert_eq!(view["result"]["output"]["booking_id"], "b-1", "{view}");
+    assert_eq!(received.load(Ordering::SeqCst), 1);
+    // The released sleep is not cancelled: the restarted node runs it again.
+    let (_, slept) = admin.get(&format!("/aip/v1/actions/{}", sleeps[0])).await;
+    assert!(
+        slept["state"] == "running" || slept["state"] == "queued",
+        "{slept}"
+    );
+}
+
+#[tokio::test]
+async fn a_mutation_in_flight_at_the_drain_deadline_is_settled_uncertain_after_the_restart_and_never_sent_twice()
+ {
+    let (provider, received) = slow_booking_provider().await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let config = booking_config(dir.path(), &provider);
+    // A grace shorter than the provider's answer, leases of a minute.
+    let env = [
+        ("AIP_SHUTDOWN__GRACE_MS", "500"),
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+    ];
+    let mut server = Server::start(&data, Some(&config), &env);
+    let (action_id, action) = booking_sent(&server, &received).await;
     // The drain deadline passes while the provider still holds the booking.
     sigterm(&server);
     let took = exited(&mut server, Duration::from_secs(10)).await;

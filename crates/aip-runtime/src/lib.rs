@@ -51,7 +51,7 @@ pub use handler::{
 };
 pub use registry::Registry;
 pub use reply::{Outcome, Reply};
-pub use runtime::{BootIdentity, Runtime, RuntimeConfig, SignaturePolicy};
+pub use runtime::{BootIdentity, Drain, Runtime, RuntimeConfig, SignaturePolicy};
 pub use security::rate::{QuotaPolicy, Rate, RatePolicy};
 pub use security::refusals::{
     AUTH_REFUSED, NODE_LOG_TENANT, Refusal, RefusalPolicy, RefusalReason,

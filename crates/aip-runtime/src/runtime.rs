@@ -243,25 +243,63 @@ impl Runtime {
         self.draining.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Waits up to `grace` for the handlers running on this node to finish and commit. Handlers
-    /// still running then are released (spec 11): each lease is given back in the store, claimable
-    /// at once by a restarted node or another one (the attempt is not counted), and the handler is
-    /// interrupted through its cancellation token; nothing it returns after that is committed, so
-    /// the action is never marked cancelled (a cancel is the user's decision) and its next claim
-    /// follows its retry safety as recovered work does: re-run when safe to retry, an uncertain
-    /// outcome for a mutation. Returns the released actions as (tenant, action id).
-    pub async fn drained(&self, grace: std::time::Duration) -> Vec<(String, String)> {
-        let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            let idle = self.runs.load(std::sync::atomic::Ordering::SeqCst) == 0;
-            if idle {
-                return Vec::new();
+    /// Waits up to `grace` for the handlers running on this node to finish and commit, and up to
+    /// `mutation_grace` (at least `grace`) for a mutation whose release would leave an uncertain
+    /// outcome. Handlers still running then are released (spec 11): each lease is given back in
+    /// the store, claimable at once by a restarted node or another one (the attempt is not
+    /// counted), and the handler is interrupted through its cancellation token; nothing it returns
+    /// after that is committed, so the action is never marked cancelled (a cancel is the user's
+    /// decision) and its next claim follows its retry safety as recovered work does: re-run when
+    /// safe to retry, an uncertain outcome for a mutation.
+    pub async fn drained(
+        &self,
+        grace: std::time::Duration,
+        mutation_grace: std::time::Duration,
+    ) -> Drain {
+        use std::sync::atomic::Ordering::SeqCst;
+        let started = tokio::time::Instant::now();
+        let at_start = self.runs.load(SeqCst);
+        let mut released = Vec::new();
+        let phases = [
+            (started + grace, false),
+            (started + mutation_grace.max(grace), true),
+        ];
+        for (deadline, mutations_too) in phases {
+            loop {
+                let runs = self.runs.load(SeqCst);
+                let (unreleased, entries) = {
+                    let running = self.running();
+                    let unreleased = running
+                        .values()
+                        .filter(|h| !h.released.load(SeqCst))
+                        .count();
+                    (unreleased, running.len())
+                };
+                // Idle: no handler left that may still commit (a released one winding down may
+                // not), and no outcome being committed.
+                if runs == 0 || (unreleased == 0 && runs <= entries) {
+                    return Drain {
+                        finished: at_start.saturating_sub(released.len()),
+                        released,
+                    };
+                }
+                if tokio::time::Instant::now() >= deadline {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            released.extend(self.release_running(mutations_too).await);
         }
+        Drain {
+            finished: at_start.saturating_sub(released.len()),
+            released,
+        }
+    }
+
+    /// Releases the running handlers not released yet (only those safe to run again unless
+    /// `mutations_too`): the lease back in the store, then the handler interrupted.
+    async fn release_running(&self, mutations_too: bool) -> Vec<(String, String)> {
+        use std::sync::atomic::Ordering::SeqCst;
         let cut: Vec<(
             (String, String),
             Option<aip_store::Fence>,
@@ -269,12 +307,9 @@ impl Runtime {
         )> = self
             .running()
             .iter()
-            .map(|(key, handler)| {
-                handler
-                    .released
-                    .store(true, std::sync::atomic::Ordering::SeqCst);
-                (key.clone(), handler.fence.clone(), handler.token.clone())
-            })
+            .filter(|(_, handler)| mutations_too || !handler.mutation)
+            .filter(|(_, handler)| !handler.released.swap(true, SeqCst))
+            .map(|(key, handler)| (key.clone(), handler.fence.clone(), handler.token.clone()))
             .collect();
         let mut released = Vec::with_capacity(cut.len());
         for (key, fence, token) in cut {
@@ -465,6 +500,17 @@ pub(crate) struct RunningHandler {
     pub(crate) fence: Option<aip_store::Fence>,
     /// Set by the drain before it releases the lease and interrupts the handler.
     pub(crate) released: Arc<std::sync::atomic::AtomicBool>,
+    /// A mutation whose release would settle as an uncertain outcome: the drain waits longer.
+    pub(crate) mutation: bool,
+}
+
+/// What a drain did ([`Runtime::drained`]).
+#[derive(Debug, Default)]
+pub struct Drain {
+    /// Handlers running at the signal that finished and committed.
+    pub finished: usize,
+    /// Handlers still running at their grace, released: (tenant, action id).
+    pub released: Vec<(String, String)>,
 }
 
 /// One action run in progress (see [`Runtime::count_run`]).

@@ -134,21 +134,13 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let prompts = crate::profile::mcp::resources::load_prompts(
         &config.mcp.prompts,
         config.resource_root.as_deref(),
-    )
-    .map_err(|reason| ServeError::Section {
-        section: "mcp.prompts",
-        reason,
-    })?;
+    )?;
     let mcp_tools = if config.mcp.enabled {
         let tools = crate::profile::mcp::ToolIndex::build(registry.all().map(|c| &c.capability))
             .map_err(|e| rejected("mcp (tool names)", e))?;
         let templates =
             crate::profile::mcp::templates::check(&config.mcp.resource_templates, |id| {
                 registry.get(id).map(|c| &c.capability)
-            })
-            .map_err(|reason| ServeError::Section {
-                section: "mcp.resource_templates",
-                reason,
             })?;
         Some((tools, templates))
     } else {
@@ -159,11 +151,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         config.limits.max_body_bytes,
         |id| registry.get(id).map(|c| &c.capability),
         |id| auth.principal(id).is_some(),
-    )
-    .map_err(|e| ServeError::Section {
-        section: "webhooks",
-        reason: e.to_string(),
-    })?;
+    )?;
     let a2a = if config.a2a.enabled {
         let state = crate::profile::a2a::A2aState::new(
             config.a2a.clone(),
@@ -176,11 +164,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
             ),
             config.limits.max_action_timeout_ms,
             registry.all().map(|c| &c.capability),
-        )
-        .map_err(|reason| ServeError::Section {
-            section: "a2a",
-            reason,
-        })?
+        )?
         .with_push(config.callbacks.policy().enabled);
         Some(Arc::new(state))
     } else {
@@ -487,7 +471,10 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         listener,
         server.router,
         Arc::clone(&server.runtime),
-        std::time::Duration::from_millis(config.shutdown.grace_ms),
+        crate::http::Grace {
+            all: std::time::Duration::from_millis(config.shutdown.grace_ms),
+            mutations: std::time::Duration::from_millis(config.shutdown.mutation_grace_ms()),
+        },
         (
             crate::listener::ConnectionLimits {
                 max_connections: config.limits.max_connections,
@@ -748,11 +735,7 @@ fn configured_capability(
             &config.peers,
             node,
             contract_modes(&capability),
-        )
-        .map_err(|reason| ServeError::Section {
-            section: "capabilities (peer handler)",
-            reason,
-        })?,
+        )?,
     };
     Ok(CapabilityEntry {
         capability,

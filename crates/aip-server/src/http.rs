@@ -230,7 +230,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
     runtime: Arc<aip_runtime::Runtime>,
-    grace: std::time::Duration,
+    grace: Grace,
     (limits, open_streams): (
         crate::listener::ConnectionLimits,
         Arc<crate::overload::OpenStreams>,
@@ -246,11 +246,21 @@ pub async fn serve(
     .await
 }
 
-async fn drain_on_signal(runtime: Arc<aip_runtime::Runtime>, grace: std::time::Duration) {
+/// How long a drain waits for running handlers (`[shutdown]`).
+#[derive(Debug, Clone, Copy)]
+pub struct Grace {
+    /// For every handler.
+    pub all: std::time::Duration,
+    /// For a mutation that would settle uncertain if released (at least `all`).
+    pub mutations: std::time::Duration,
+}
+
+async fn drain_on_signal(runtime: Arc<aip_runtime::Runtime>, grace: Grace) {
     shutdown_signal().await;
     runtime.begin_drain();
     tracing::warn!(
-        grace_ms = grace.as_millis(),
+        grace_ms = grace.all.as_millis(),
+        mutation_grace_ms = grace.mutations.as_millis(),
         "draining: new work is refused, running handlers may finish; a second signal exits at once"
     );
     println!("aip serve: draining (a second signal exits at once)");
@@ -260,18 +270,21 @@ async fn drain_on_signal(runtime: Arc<aip_runtime::Runtime>, grace: std::time::D
         std::process::exit(130);
     });
     let started = std::time::Instant::now();
-    let cut = runtime.drained(grace).await;
-    if cut.is_empty() {
+    let drain = runtime.drained(grace.all, grace.mutations).await;
+    let took = started.elapsed().as_millis();
+    if drain.released.is_empty() {
         println!(
-            "aip serve: drained in {} ms: every running handler finished",
-            started.elapsed().as_millis()
+            "aip serve: drained in {took} ms: all {} running handler(s) finished",
+            drain.finished
         );
     } else {
-        let ids: Vec<&str> = cut.iter().map(|(_, id)| id.as_str()).collect();
+        let ids: Vec<&str> = drain.released.iter().map(|(_, id)| id.as_str()).collect();
         println!(
-            "aip serve: grace of {} ms over: {} handler(s) still running were interrupted and their leases released for re-dispatch (by retry safety: a mutation is settled uncertain, never re-run): {}",
-            grace.as_millis(),
-            cut.len(),
+            "aip serve: drained in {took} ms: {} handler(s) finished; {} still running at the grace of {} ms ({} ms for mutations) were interrupted and their leases released for re-dispatch (by retry safety: a mutation is settled uncertain, never re-run): {}",
+            drain.finished,
+            drain.released.len(),
+            grace.all.as_millis(),
+            grace.mutations.as_millis(),
             ids.join(", ")
         );
     }

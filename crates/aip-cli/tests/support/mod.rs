@@ -23,6 +23,8 @@ pub struct Server {
     pub base: String,
     pub admin_token: String,
     pub data_dir: PathBuf,
+    /// What the process printed on stdout after it started (the drain report, ...).
+    pub stdout: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -74,7 +76,13 @@ impl Server {
                 break;
             }
         }
-        std::thread::spawn(move || for _ in lines {});
+        let stdout = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let printed = std::sync::Arc::clone(&stdout);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                printed.lock().unwrap().push(line);
+            }
+        });
         let base = addr.expect("aip serve did not report its address");
         let admin_token = std::fs::read_to_string(data_dir.join("admin.token"))
             .unwrap()
@@ -85,6 +93,7 @@ impl Server {
             base,
             admin_token,
             data_dir: data_dir.to_path_buf(),
+            stdout,
         }
     }
 

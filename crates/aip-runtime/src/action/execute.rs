@@ -47,15 +47,16 @@ impl Runtime {
         let input = admitted.action.input;
         let running_key = (record.tenant.clone(), record.action_id.clone());
         let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mutation = crate::transaction::runs_mutation(Some(capability), slot.as_ref());
         self.running().insert(
             running_key.clone(),
             crate::runtime::RunningHandler {
                 token: token.clone(),
                 fence: fence.cloned(),
                 released: Arc::clone(&released),
+                mutation,
             },
         );
-        let mutation = crate::transaction::runs_mutation(Some(capability), slot.as_ref());
         let invoke = async {
             if ctx.remaining().is_zero() {
                 return Err(HandlerError::DeadlineExceeded);

@@ -8,9 +8,17 @@ use figment::providers::{Env, Format, Toml};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub mod a2a;
+pub mod callbacks;
+pub mod channels;
 mod error;
 mod limits;
+pub mod mcp;
+pub mod mcp_upstreams;
 pub mod nats;
+pub mod peers;
+pub mod retention;
+pub mod webhooks;
 pub use error::{ConfigError, Order, malformed, ordered, rejected, within, within_usize};
 pub use limits::{Limits, RateConfig};
 
@@ -117,34 +125,34 @@ pub struct Config {
     pub resource_root: Option<PathBuf>,
     /// Callback policy (spec 17): which targets actions may name and how deliveries are made.
     #[serde(default)]
-    pub callbacks: crate::callbacks::CallbacksConfig,
+    pub callbacks: callbacks::CallbacksConfig,
     /// Conversation and channel message policy (spec 15).
     #[serde(default)]
-    pub channels: crate::channels::ChannelsConfig,
+    pub channels: channels::ChannelsConfig,
     /// How long events and chunks are kept (spec 16.2).
     #[serde(default)]
-    pub retention: crate::retention::RetentionConfig,
+    pub retention: retention::RetentionConfig,
     /// Delegation policy (spec 14): this node's trust domain and chain limits.
     #[serde(default)]
-    pub delegation: crate::peers::DelegationConfig,
+    pub delegation: peers::DelegationConfig,
     /// Peer nodes, pinned by their did:key (spec 14.2).
     #[serde(default)]
-    pub peers: Vec<crate::peers::PeerConfig>,
+    pub peers: Vec<peers::PeerConfig>,
     /// The MCP compatibility profile (spec 21.1) at `/mcp`.
     #[serde(default)]
-    pub mcp: crate::profile::mcp::McpConfig,
+    pub mcp: mcp::McpConfig,
     /// Upstream MCP servers whose tools are offered as governed capabilities.
     #[serde(default)]
-    pub mcp_upstreams: Vec<crate::profile::mcp::upstream::UpstreamConfig>,
+    pub mcp_upstreams: Vec<mcp_upstreams::UpstreamConfig>,
     /// Signed webhook subscriptions (spec 21.3) at `/aip/v1/webhooks/{id}`.
     #[serde(default)]
-    pub webhooks: Vec<crate::profile::webhook::SubscriptionConfig>,
+    pub webhooks: Vec<webhooks::SubscriptionConfig>,
     /// The A2A compatibility profile (spec 21.2) at `/a2a`, with the agent card.
     #[serde(default)]
-    pub a2a: crate::profile::a2a::A2aConfig,
+    pub a2a: a2a::A2aConfig,
     /// Remote A2A agents whose skills are offered as governed capabilities (outbound A2A).
     #[serde(default)]
-    pub a2a_remotes: Vec<crate::profile::a2a::remote::RemoteConfig>,
+    pub a2a_remotes: Vec<a2a::RemoteConfig>,
 }
 
 /// A declared resource: the manifest `Resource` fields (`id`, `name`, `kind`, `capability_id`,
@@ -231,12 +239,26 @@ pub struct ShutdownConfig {
     /// How long running handlers get to finish and commit, ms (0..=3600000).
     #[serde(default = "default_grace_ms")]
     pub grace_ms: u64,
+    /// How long a running mutation gets, ms (at least `grace_ms`, at most 3600000; unset: twice
+    /// `grace_ms`): released unfinished it would settle as an uncertain outcome, so the drain
+    /// waits longer for it than for work a restarted node can simply run again.
+    #[serde(default)]
+    pub mutation_grace_ms: Option<u64>,
+}
+
+impl ShutdownConfig {
+    /// The wait for a running mutation, ms.
+    pub fn mutation_grace_ms(&self) -> u64 {
+        self.mutation_grace_ms
+            .unwrap_or_else(|| self.grace_ms.saturating_mul(2).min(MAX_GRACE_MS))
+    }
 }
 
 impl Default for ShutdownConfig {
     fn default() -> Self {
         Self {
             grace_ms: default_grace_ms(),
+            mutation_grace_ms: None,
         }
     }
 }
@@ -440,6 +462,20 @@ impl Config {
             self.shutdown.grace_ms,
             0..=MAX_GRACE_MS,
         )?;
+        if let Some(mutation_grace) = self.shutdown.mutation_grace_ms {
+            within(
+                "shutdown.mutation_grace_ms",
+                mutation_grace,
+                0..=MAX_GRACE_MS,
+            )?;
+            ordered(
+                "shutdown.mutation_grace_ms",
+                mutation_grace,
+                Order::AtLeast,
+                "shutdown.grace_ms",
+                self.shutdown.grace_ms,
+            )?;
+        }
         let s = &self.security;
         within(
             "security.max_clock_skew_ms",
@@ -520,7 +556,7 @@ impl Config {
         self.callbacks.check()?;
         self.channels.check()?;
         self.retention.check()?;
-        crate::peers::check(&self.delegation, &self.peers)?;
+        peers::check(&self.delegation, &self.peers)?;
         for p in &self.principals {
             if p.id.is_empty() {
                 return Err(malformed("principals[].id", "", "a non-empty principal id"));
@@ -568,15 +604,15 @@ impl Default for Config {
             insecure_dev: false,
             resources: Vec::new(),
             resource_root: None,
-            callbacks: crate::callbacks::CallbacksConfig::default(),
-            channels: crate::channels::ChannelsConfig::default(),
-            retention: crate::retention::RetentionConfig::default(),
-            delegation: crate::peers::DelegationConfig::default(),
+            callbacks: callbacks::CallbacksConfig::default(),
+            channels: channels::ChannelsConfig::default(),
+            retention: retention::RetentionConfig::default(),
+            delegation: peers::DelegationConfig::default(),
             peers: Vec::new(),
-            mcp: crate::profile::mcp::McpConfig::default(),
+            mcp: mcp::McpConfig::default(),
             mcp_upstreams: Vec::new(),
             webhooks: Vec::new(),
-            a2a: crate::profile::a2a::A2aConfig::default(),
+            a2a: a2a::A2aConfig::default(),
             a2a_remotes: Vec::new(),
         }
     }

@@ -233,6 +233,9 @@ fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
         ("AIP_SHUTDOWN__GRACE_MS", "5000", |c| {
             c.shutdown.grace_ms == 5000
         }),
+        ("AIP_SHUTDOWN__MUTATION_GRACE_MS", "120000", |c| {
+            c.shutdown.mutation_grace_ms() == 120_000
+        }),
         (
             "AIP_PRINCIPALS",
             "[{id=\"svc\",tenant=\"t\",token_sha256=\"00\",external_account={system=\"s\",id=\"a\"}}]",
@@ -317,8 +320,8 @@ fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
             c.nats.max_in_flight == 7
         }),
     ];
-    all.extend(crate::callbacks::env_overrides());
-    all.extend(crate::peers::env_overrides());
+    all.extend(super::callbacks::env_overrides());
+    all.extend(super::peers::env_overrides());
     all.push(("AIP_MCP__ENABLED", "false", |c| !c.mcp.enabled));
     all.push(("AIP_MCP__DEV_PRINCIPAL", "alice", |c| {
         c.mcp.dev_principal.as_deref() == Some("alice")
@@ -404,6 +407,10 @@ fn each_section_refuses_a_broken_rule_with_a_typed_error_naming_its_key() {
             "limits.max_running_per_tenant",
         ),
         ("[shutdown]\ngrace_ms = 3600001", "shutdown.grace_ms"),
+        (
+            "[shutdown]\ngrace_ms = 2000\nmutation_grace_ms = 1000",
+            "shutdown.mutation_grace_ms",
+        ),
         ("[nats]\nqueue_group = \"a b\"", "nats.queue_group"),
         ("[nats]\nuser = \"u\"", "nats.user"),
         ("[channels]\nmax_parts = 0", "channels.max_parts"),
@@ -444,4 +451,21 @@ fn each_section_refuses_a_broken_rule_with_a_typed_error_naming_its_key() {
         assert_eq!(err.key(), Some(*key), "{toml}: {err}");
         assert!(err.to_string().contains(key), "{toml}: {err}");
     }
+}
+
+#[test]
+fn the_drain_waits_30_s_for_handlers_and_twice_that_for_mutations_unless_configured() {
+    let default = Config::default();
+    assert_eq!(default.shutdown.grace_ms, 30_000);
+    assert_eq!(default.shutdown.mutation_grace_ms(), 60_000);
+    let short = ShutdownConfig {
+        grace_ms: 500,
+        mutation_grace_ms: None,
+    };
+    assert_eq!(short.mutation_grace_ms(), 1000);
+    let long = ShutdownConfig {
+        grace_ms: 3_000_000,
+        mutation_grace_ms: None,
+    };
+    assert_eq!(long.mutation_grace_ms(), 3_600_000, "capped at an hour");
 }

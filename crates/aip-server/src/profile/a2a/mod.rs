@@ -27,9 +27,9 @@ use axum::body::Bytes;
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
+pub use crate::config::a2a::A2aConfig;
 use crate::http::AppState;
 use rpc::{A2aError, Reply};
 
@@ -37,41 +37,6 @@ use rpc::{A2aError, Reply};
 pub const PROFILE: &str = "aip.a2a.compat.v1";
 /// The A2A protocol version served.
 pub const PROTOCOL_VERSION: &str = "1.0";
-
-/// `[a2a]`: the A2A endpoint and agent card.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct A2aConfig {
-    /// Serve A2A at `/a2a` (aliases `/a2a/v1`, `/aip/v1/a2a`) and the agent card. Default on.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// The externally visible base URL (`https://agents.example.com`) the card's interface URL is
-    /// built from. Unset: `http://<the Host header of the card request>`.
-    #[serde(default)]
-    pub public_base_url: Option<String>,
-    /// The capability a message invokes when it names none.
-    #[serde(default)]
-    pub default_capability: Option<String>,
-    /// Capabilities listed as skills on the public card; every capability the caller may invoke is
-    /// on the authenticated extended card.
-    #[serde(default)]
-    pub public_skills: Vec<String>,
-}
-
-impl Default for A2aConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            public_base_url: None,
-            default_capability: None,
-            public_skills: Vec::new(),
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
-}
 
 /// What the A2A routes share.
 #[derive(Debug)]
@@ -94,7 +59,7 @@ impl A2aState {
         agent: (String, String),
         max_wait_ms: u64,
         capabilities: impl Iterator<Item = &'a aip_core::Capability>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, crate::config::ConfigError> {
         let capabilities: std::collections::BTreeMap<String, aip_core::Capability> = capabilities
             .map(|c| (c.id.as_str().to_owned(), c.clone()))
             .collect();
@@ -102,15 +67,29 @@ impl A2aState {
         if let Some(base) = &config.public_base_url
             && !(base.starts_with("https://") || base.starts_with("http://"))
         {
-            return Err(format!("a2a.public_base_url {base} is not an http(s) URL"));
+            return Err(crate::config::malformed(
+                "a2a.public_base_url",
+                base,
+                "an http(s) URL",
+            ));
         }
-        for id in config
+        let named = config
             .default_capability
             .iter()
-            .chain(&config.public_skills)
-        {
+            .map(|id| ("a2a.default_capability", id))
+            .chain(
+                config
+                    .public_skills
+                    .iter()
+                    .map(|id| ("a2a.public_skills", id)),
+            );
+        for (key, id) in named {
             if !known(id) {
-                return Err(format!("a2a: unknown capability {id}"));
+                return Err(crate::config::ConfigError::Unknown {
+                    key: key.into(),
+                    kind: "capability",
+                    name: id.clone(),
+                });
             }
         }
         Ok(Self {

@@ -9,7 +9,6 @@
 //! verified against the system roots or `ca_file`. Calls carry the configured bearer token.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,10 +19,9 @@ use aip_runtime::handler::{
 };
 use aip_runtime::registry::CapabilityEntry;
 use async_trait::async_trait;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::profile::mcp::upstream::ToolOverride;
+pub use crate::config::a2a::RemoteConfig;
 
 /// Largest card or answer read from a remote.
 const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
@@ -34,42 +32,6 @@ const CARD_TIMEOUT: Duration = Duration::from_secs(20);
 const RPC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest pause between two `GetTask` reads of a running remote task.
 const MAX_POLL: Duration = Duration::from_secs(2);
-
-/// One `[[a2a_remotes]]` entry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteConfig {
-    /// Local name (the delegation's peer, the default capability prefix).
-    pub name: String,
-    /// The remote's base URL: its card is `<url>/.well-known/agent-card.json`.
-    pub url: String,
-    /// The name the remote's card must state (pinned).
-    pub agent_name: String,
-    /// The card's RFC 8785 SHA-256 (lowercase hex), when the operator pins the whole card.
-    #[serde(default)]
-    pub card_sha256: Option<String>,
-    /// A file holding the bearer token sent with every call.
-    #[serde(default)]
-    pub bearer_token_file: Option<PathBuf>,
-    /// A PEM bundle of private CAs the remote's certificate may chain to.
-    #[serde(default)]
-    pub ca_file: Option<PathBuf>,
-    /// The remote skills offered here, by skill id.
-    pub skills: Vec<String>,
-    /// Prefix of the capability ids; default `cap:a2a:<name>:`.
-    #[serde(default)]
-    pub capability_prefix: Option<String>,
-    /// Longest a call may take (also bounded by the action's deadline), ms.
-    #[serde(default = "default_call_timeout_ms")]
-    pub call_timeout_ms: u64,
-    /// Per-skill contract overrides (risk, side effects, idempotency, approval), by skill id.
-    #[serde(default)]
-    pub overrides: BTreeMap<String, ToolOverride>,
-}
-
-fn default_call_timeout_ms() -> u64 {
-    60_000
-}
 
 /// A remote agent, checked against its pins.
 struct Remote {

@@ -32,8 +32,8 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::routing::post;
-use serde::Deserialize;
 
+pub use crate::config::mcp::McpConfig;
 pub use tools::{ToolIndex, ToolNameError};
 
 use crate::http::AppState;
@@ -83,45 +83,6 @@ impl Version {
             Version::V2025_11_25 => "2025-11-25",
         }
     }
-}
-
-/// `[mcp]` configuration.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    /// Serve MCP at `/mcp` (and `/mcp/v1`, `/aip/v1/mcp`). Default on.
-    #[serde(default = "yes")]
-    pub enabled: bool,
-    /// OAuth resource-server mode: JWT access tokens accepted beside the static bearer tokens.
-    #[serde(default)]
-    pub oauth: Option<oauth::OAuthConfig>,
-    /// Prompt templates offered by `prompts/list` and `prompts/get`.
-    #[serde(default)]
-    pub prompts: Vec<resources::PromptConfig>,
-    /// Resource templates whose content a read-only capability produces per read.
-    #[serde(default)]
-    pub resource_templates: Vec<templates::TemplateConfig>,
-    /// Development only: a configured principal that MCP requests without any `Authorization`
-    /// header act as (for clients that cannot send one, such as the MCP conformance suite).
-    /// Refused at startup unless `aip serve` listens on a loopback address.
-    #[serde(default)]
-    pub dev_principal: Option<String>,
-}
-
-impl Default for McpConfig {
-    fn default() -> Self {
-        Self {
-            enabled: true,
-            oauth: None,
-            prompts: Vec::new(),
-            resource_templates: Vec::new(),
-            dev_principal: None,
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// What the MCP endpoint needs besides the shared [`AppState`].

@@ -14,45 +14,12 @@ use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub use crate::config::mcp::{OAuthConfig, SubjectConfig};
+
 /// Longest access token accepted (bytes); longer ones are refused before any parsing.
 const MAX_TOKEN_BYTES: usize = 8192;
 /// Clock leeway for `exp` and `nbf`, seconds.
 const LEEWAY_S: u64 = 30;
-
-/// `[mcp.oauth]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OAuthConfig {
-    /// The authorization server's issuer (`iss` must equal it).
-    pub issuer: String,
-    /// The MCP resource URL (`aud` must contain it); also the metadata's `resource`.
-    pub audience: String,
-    /// JSON Web Key Set file with the issuer's verification keys (RS256, ES256 or EdDSA).
-    pub jwks_file: PathBuf,
-    /// Scopes every token needs for the MCP endpoint (403 `insufficient_scope` otherwise).
-    #[serde(default)]
-    pub required_scopes: Vec<String>,
-    /// Tenant of a subject that is not mapped to a configured principal.
-    #[serde(default = "default_tenant")]
-    pub tenant: String,
-    /// Subjects bound to configured principals (their kind, tenant and scopes apply).
-    #[serde(default)]
-    pub subjects: Vec<SubjectConfig>,
-}
-
-/// One `[[mcp.oauth.subjects]]` entry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubjectConfig {
-    /// The token's `sub`.
-    pub sub: String,
-    /// A `[[principals]]` id.
-    pub principal: String,
-}
-
-fn default_tenant() -> String {
-    "default".into()
-}
 
 /// Why OAuth could not be set up; `aip serve` does not start.
 #[derive(Debug, thiserror::Error)]

@@ -9,12 +9,16 @@ use std::sync::Arc;
 
 use aip_core::{MessagePart, ResourceListRequest, ResourceReadRequest};
 use aip_runtime::{Caller, Runtime, RuntimeError};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::Version;
 use super::rpc::{INTERNAL_ERROR, INVALID_PARAMS};
 use super::tools::CallOutcome;
+
+pub use crate::config::mcp::{
+    PromptArgument, PromptConfig, PromptImage, PromptMessage, PromptResource,
+};
+use crate::config::{ConfigError, malformed, rejected, within, within_usize};
 
 /// MCP: the resource does not exist (for this caller).
 pub(super) const RESOURCE_NOT_FOUND: i64 = -32002;
@@ -126,87 +130,6 @@ pub async fn read(
     Ok(json!({ "contents": contents }))
 }
 
-/// One `[[mcp.prompts]]` template.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptConfig {
-    /// Prompt name (what `prompts/get` names).
-    pub name: String,
-    /// Display title.
-    #[serde(default)]
-    pub title: Option<String>,
-    /// What it is for.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Its arguments.
-    #[serde(default)]
-    pub arguments: Vec<PromptArgument>,
-    /// The messages, with `{{argument}}` placeholders.
-    pub messages: Vec<PromptMessage>,
-}
-
-/// A prompt argument.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptArgument {
-    /// Name (the placeholder is `{{name}}`).
-    pub name: String,
-    /// What to pass.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// Whether `prompts/get` must give it.
-    #[serde(default)]
-    pub required: bool,
-    /// The values `completion/complete` offers for it (those starting with what was typed).
-    #[serde(default)]
-    pub values: Vec<String>,
-}
-
-/// A prompt message: exactly one of `text`, `image` and `resource`.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptMessage {
-    /// `user` or `assistant`.
-    pub role: String,
-    /// Text with placeholders.
-    #[serde(default)]
-    pub text: Option<String>,
-    /// An image.
-    #[serde(default)]
-    pub image: Option<PromptImage>,
-    /// An embedded resource.
-    #[serde(default)]
-    pub resource: Option<PromptResource>,
-}
-
-/// An image in a prompt: base64 `data`, or a `file` under `resource_root` read at startup.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptImage {
-    /// Its media type (`image/png`, ...).
-    pub mime_type: String,
-    /// Base64 content.
-    #[serde(default)]
-    pub data: Option<String>,
-    /// A file under `resource_root`, by relative path.
-    #[serde(default)]
-    pub file: Option<std::path::PathBuf>,
-}
-
-/// A resource embedded in a prompt (`{"type": "resource"}`): its URI and text, both with
-/// placeholders.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PromptResource {
-    /// The resource's URI.
-    pub uri: String,
-    /// Its media type.
-    #[serde(default)]
-    pub mime_type: Option<String>,
-    /// Its text.
-    pub text: String,
-}
-
 /// Largest prompt image, bytes.
 const MAX_PROMPT_IMAGE: usize = 1024 * 1024;
 
@@ -215,46 +138,55 @@ const MAX_PROMPT_IMAGE: usize = 1024 * 1024;
 pub fn load_prompts(
     prompts: &[PromptConfig],
     root: Option<&std::path::Path>,
-) -> Result<Vec<PromptConfig>, String> {
+) -> Result<Vec<PromptConfig>, ConfigError> {
     use base64::Engine as _;
     check_prompts(prompts)?;
     let mut loaded = prompts.to_vec();
     for prompt in &mut loaded {
+        let key = |k: &str| format!("mcp.prompts[{}].messages[].image{k}", prompt.name);
         for message in &mut prompt.messages {
             let Some(image) = message.image.as_mut() else {
                 continue;
             };
-            let fail = |m: String| format!("mcp.prompts: prompt {}: image: {m}", prompt.name);
             let bytes = match (&image.data, &image.file) {
                 (Some(data), None) => base64::engine::general_purpose::STANDARD
                     .decode(data)
-                    .map_err(|_| fail("data is not base64".into()))?,
+                    .map_err(|e| rejected(key(".data"), e))?,
                 (None, Some(file)) => {
-                    let root = root.ok_or_else(|| fail("a file needs resource_root".into()))?;
+                    let root = root.ok_or_else(|| ConfigError::Needs {
+                        key: key(".file"),
+                        needs: "resource_root",
+                        why: "image files are read under it",
+                    })?;
                     if file.is_absolute()
                         || file
                             .components()
                             .any(|c| matches!(c, std::path::Component::ParentDir))
                     {
-                        return Err(fail(format!(
-                            "{} is not under resource_root",
-                            file.display()
-                        )));
+                        return Err(malformed(
+                            key(".file"),
+                            &file.display().to_string(),
+                            "a relative path under resource_root",
+                        ));
                     }
                     let path = root.join(file);
-                    let size = std::fs::metadata(&path)
-                        .map_err(|e| fail(format!("{}: {e}", path.display())))?
-                        .len();
-                    if size > MAX_PROMPT_IMAGE as u64 {
-                        return Err(fail(format!("{} is larger than 1 MiB", path.display())));
-                    }
-                    std::fs::read(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?
+                    let unreadable = |source| ConfigError::Unreadable {
+                        key: key(".file"),
+                        path: path.clone(),
+                        source,
+                    };
+                    let size = std::fs::metadata(&path).map_err(unreadable)?.len();
+                    within(key(".file size"), size, 0..=MAX_PROMPT_IMAGE as u64)?;
+                    std::fs::read(&path).map_err(unreadable)?
                 }
-                _ => return Err(fail("give exactly one of data and file".into())),
+                _ => {
+                    return Err(ConfigError::ExactlyOne {
+                        key: key(""),
+                        options: &["data", "file"],
+                    });
+                }
             };
-            if bytes.len() > MAX_PROMPT_IMAGE {
-                return Err(fail("larger than 1 MiB".into()));
-            }
+            within_usize(key(" size"), bytes.len(), 0..=MAX_PROMPT_IMAGE)?;
             image.data = Some(base64::engine::general_purpose::STANDARD.encode(bytes));
             image.file = None;
         }
@@ -263,26 +195,29 @@ pub fn load_prompts(
 }
 
 /// Why the prompt configuration is refused; `aip serve` does not start.
-pub fn check_prompts(prompts: &[PromptConfig]) -> Result<(), String> {
+pub fn check_prompts(prompts: &[PromptConfig]) -> Result<(), ConfigError> {
     let mut names = std::collections::BTreeSet::new();
     for p in prompts {
-        if p.name.is_empty() || !names.insert(p.name.as_str()) {
-            return Err(format!(
-                "mcp.prompts: prompt name {:?} is empty or repeated",
-                p.name
-            ));
+        let key = |k: &str| format!("mcp.prompts[{}].{k}", p.name);
+        if p.name.is_empty() {
+            return Err(malformed("mcp.prompts[].name", "", "a non-empty name"));
         }
-        if p.messages.is_empty() {
-            return Err(format!("mcp.prompts: prompt {} has no messages", p.name));
+        if !names.insert(p.name.as_str()) {
+            return Err(ConfigError::Duplicate {
+                key: "mcp.prompts[].name".into(),
+                id: p.name.clone(),
+            });
         }
+        within_usize(key("messages length"), p.messages.len(), 1..=usize::MAX)?;
         if let Some(m) = p
             .messages
             .iter()
             .find(|m| m.role != "user" && m.role != "assistant")
         {
-            return Err(format!(
-                "mcp.prompts: prompt {}: role {} is not user or assistant",
-                p.name, m.role
+            return Err(malformed(
+                key("messages[].role"),
+                &m.role,
+                "user or assistant",
             ));
         }
         if p.messages.iter().any(|m| {
@@ -291,10 +226,10 @@ pub fn check_prompts(prompts: &[PromptConfig]) -> Result<(), String> {
                 + usize::from(m.resource.is_some())
                 != 1
         }) {
-            return Err(format!(
-                "mcp.prompts: prompt {}: each message has exactly one of text, image and resource",
-                p.name
-            ));
+            return Err(ConfigError::ExactlyOne {
+                key: key("messages[]"),
+                options: &["text", "image", "resource"],
+            });
         }
     }
     Ok(())

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use aip_core::Capability;
 use aip_runtime::{Caller, Runtime, RuntimeError};
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::Version;
 use super::resources::RESOURCE_NOT_FOUND;
 use super::rpc::INTERNAL_ERROR;
 use super::tools::CallOutcome;
+use crate::config::ConfigError;
+pub use crate::config::mcp::TemplateConfig;
 
 /// Longest template.
 const MAX_TEMPLATE: usize = 512;
@@ -22,25 +23,6 @@ const MAX_TEMPLATE: usize = 512;
 const MAX_VARIABLES: usize = 8;
 /// Longest value a variable may take from a URI.
 const MAX_VALUE: usize = 1024;
-
-/// One `[[mcp.resource_templates]]` entry.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TemplateConfig {
-    /// The URI template: literal text and `{name}` variables (RFC 6570 level 1); a variable
-    /// matches one or more characters other than `/`.
-    pub uri_template: String,
-    /// Display name.
-    pub name: String,
-    /// What it serves.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// The content's MIME type (default `application/json`).
-    #[serde(default)]
-    pub mime_type: Option<String>,
-    /// The read-only capability that produces the content.
-    pub capability: String,
-}
 
 /// A template split into literal text and variables, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,9 +38,32 @@ pub struct Template {
     pieces: Vec<Piece>,
 }
 
-fn parse(template: &str) -> Result<Vec<Piece>, String> {
+/// Why a URI template is not RFC 6570 level 1 as this profile serves it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// Empty or longer than `MAX_TEMPLATE`.
+    #[error("a template has 1 to {MAX_TEMPLATE} characters")]
+    Length,
+    /// A `{` without its `}`.
+    #[error("an unclosed {{")]
+    Unclosed,
+    /// A `}` without its `{`.
+    #[error("an unopened }}")]
+    Unopened,
+    /// A variable name outside `[A-Za-z0-9_]+`.
+    #[error("variable {0:?} is not [A-Za-z0-9_]+")]
+    Variable(String),
+    /// Two variables with no literal text between them (their split would be ambiguous).
+    #[error("two variables need literal text between them")]
+    Adjacent,
+    /// No variable, or more than `MAX_VARIABLES`.
+    #[error("1 to {MAX_VARIABLES} variables")]
+    Variables,
+}
+
+fn parse(template: &str) -> Result<Vec<Piece>, TemplateError> {
     if template.is_empty() || template.len() > MAX_TEMPLATE {
-        return Err(format!("a template has 1 to {MAX_TEMPLATE} characters"));
+        return Err(TemplateError::Length);
     }
     let mut pieces = Vec::new();
     let mut rest = template;
@@ -67,25 +72,19 @@ fn parse(template: &str) -> Result<Vec<Piece>, String> {
             pieces.push(Piece::Text(rest[..open].to_owned()));
         }
         let after = &rest[open + 1..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| format!("{template}: an unclosed {{"))?;
+        let close = after.find('}').ok_or(TemplateError::Unclosed)?;
         let name = &after[..close];
         if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!(
-                "{template}: variable {name:?} is not [A-Za-z0-9_]+"
-            ));
+            return Err(TemplateError::Variable(name.to_owned()));
         }
         if matches!(pieces.last(), Some(Piece::Variable(_))) {
-            return Err(format!(
-                "{template}: two variables need literal text between them"
-            ));
+            return Err(TemplateError::Adjacent);
         }
         pieces.push(Piece::Variable(name.to_owned()));
         rest = &after[close + 1..];
     }
     if rest.contains('}') {
-        return Err(format!("{template}: an unopened }}"));
+        return Err(TemplateError::Unopened);
     }
     if !rest.is_empty() {
         pieces.push(Piece::Text(rest.to_owned()));
@@ -95,7 +94,7 @@ fn parse(template: &str) -> Result<Vec<Piece>, String> {
         .filter(|p| matches!(p, Piece::Variable(_)))
         .count();
     if variables == 0 || variables > MAX_VARIABLES {
-        return Err(format!("{template}: 1 to {MAX_VARIABLES} variables"));
+        return Err(TemplateError::Variables);
     }
     Ok(pieces)
 }
@@ -132,22 +131,25 @@ impl Template {
 pub fn check<'a>(
     configs: &[TemplateConfig],
     capability: impl Fn(&str) -> Option<&'a Capability>,
-) -> Result<Vec<Template>, String> {
+) -> Result<Vec<Template>, ConfigError> {
     let mut templates = Vec::new();
     for config in configs {
-        let pieces =
-            parse(&config.uri_template).map_err(|e| format!("mcp.resource_templates: {e}"))?;
+        let key = |k: &str| format!("mcp.resource_templates[{}].{k}", config.uri_template);
+        let pieces = parse(&config.uri_template)
+            .map_err(|e| crate::config::rejected(key("uri_template"), e))?;
         let Some(found) = capability(&config.capability) else {
-            return Err(format!(
-                "mcp.resource_templates: {}: unknown capability {}",
-                config.uri_template, config.capability
-            ));
+            return Err(ConfigError::Unknown {
+                key: key("capability"),
+                kind: "capability",
+                name: config.capability.clone(),
+            });
         };
         if !aip_runtime::resource::may_produce(found) {
-            return Err(format!(
-                "mcp.resource_templates: {}: capability {} must run sync and have only read side effects",
-                config.uri_template, config.capability
-            ));
+            return Err(ConfigError::Needs {
+                key: key("capability"),
+                needs: "a capability that runs sync with only read side effects",
+                why: "a resource read must not change anything",
+            });
         }
         templates.push(Template {
             config: config.clone(),

@@ -11,8 +11,7 @@
 
 mod verify;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use aip_core::{Action, ActionId, ActionMode, ErrorCode, PrincipalKind};
@@ -23,10 +22,12 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 pub use verify::{Delivery, Secret, SecretError, SigningOrder, WebhookError, verify};
+
+pub use crate::config::webhooks::{InputConfig, OrderConfig, SubscriptionConfig};
+use crate::config::{ConfigError, malformed, within, within_usize};
 
 use crate::error::ApiError;
 use crate::http::AppState;
@@ -41,87 +42,6 @@ const MAX_SUBSCRIPTION_ID: usize = 64;
 const MAX_SECRETS: usize = 8;
 /// Longest wait for a delivery's whole body.
 const BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
-
-/// One `[[webhooks]]` subscription.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SubscriptionConfig {
-    /// The subscription id: the last segment of its URL, `[A-Za-z0-9._-]{1,64}`.
-    pub id: String,
-    /// Secrets (`whsec_…`), inline. Several for key rotation; any of them verifies.
-    #[serde(default)]
-    pub secrets: Vec<String>,
-    /// Files each holding one secret (read once at start).
-    #[serde(default)]
-    pub secret_files: Vec<PathBuf>,
-    /// Which string the sender signs: `id.timestamp.body` (Standard Webhooks, the default) or
-    /// `timestamp.id.body`.
-    #[serde(default)]
-    pub signing_order: OrderConfig,
-    /// Accepted distance between `webhook-timestamp` and this node's clock, in seconds (1-3600).
-    #[serde(default = "default_tolerance")]
-    pub tolerance_secs: u32,
-    /// Largest accepted body; unset: `limits.max_body_bytes`, which it may not exceed.
-    #[serde(default)]
-    pub max_body_bytes: Option<usize>,
-    /// The top-level member of the event that names its type.
-    #[serde(default = "default_type_field")]
-    pub event_type_field: String,
-    /// What the action's input is: the whole event (`payload`) or its `data` member (`data`).
-    #[serde(default)]
-    pub input: InputConfig,
-    /// The principal events act as (kind `service`); unset: `svc:webhook:<id>`.
-    #[serde(default)]
-    pub principal: Option<String>,
-    /// The tenant that principal belongs to.
-    #[serde(default = "default_tenant")]
-    pub tenant: String,
-    /// Accepted event types, each mapped to the capability an event of that type invokes, or to
-    /// `aip.channel.v1.message_created` / `aip.channel.v1.conversation_updated` (the event, or its
-    /// `data`, is then that channel message or conversation update, recorded by the subscription's
-    /// principal with the delivery id as its replay claim). Any other type is refused.
-    pub events: BTreeMap<String, String>,
-}
-
-/// The signing order of a subscription, as configured.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-pub enum OrderConfig {
-    /// `{id}.{timestamp}.{body}`.
-    #[default]
-    #[serde(rename = "id.timestamp.body")]
-    IdTimestampBody,
-    /// `{timestamp}.{id}.{body}`.
-    #[serde(rename = "timestamp.id.body")]
-    TimestampIdBody,
-}
-
-/// Which part of an event becomes the action's input.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum InputConfig {
-    /// The whole event object.
-    #[default]
-    Payload,
-    /// The event's `data` member (an event without one is refused).
-    Data,
-}
-
-fn default_tolerance() -> u32 {
-    300
-}
-
-fn default_type_field() -> String {
-    "type".into()
-}
-
-fn default_tenant() -> String {
-    "default".into()
-}
-
-/// Why the webhook configuration cannot be used; `aip serve` does not start.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("webhooks: {0}")]
-pub struct ConfigError(String);
 
 /// A subscription ready to serve.
 #[derive(Debug)]
@@ -175,10 +95,10 @@ impl Webhooks {
                 .insert(config.id.clone(), subscription)
                 .is_some()
             {
-                return Err(ConfigError(format!(
-                    "subscription {} is listed twice",
-                    config.id
-                )));
+                return Err(ConfigError::Duplicate {
+                    key: "webhooks[].id".into(),
+                    id: config.id.clone(),
+                });
             }
         }
         Ok(Self(subscriptions))
@@ -202,49 +122,50 @@ fn subscription<'a>(
     principal_taken: &impl Fn(&str) -> bool,
 ) -> Result<Subscription, ConfigError> {
     let id = &config.id;
-    let err = |m: String| Err(ConfigError(format!("subscription {id}: {m}")));
+    let key = |k: &str| format!("webhooks[{id}].{k}");
     if id.is_empty()
         || id.len() > MAX_SUBSCRIPTION_ID
         || !id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
     {
-        return Err(ConfigError(format!(
-            "subscription id {id:?} must match [A-Za-z0-9._-]{{1,{MAX_SUBSCRIPTION_ID}}}"
-        )));
+        return Err(malformed("webhooks[].id", id, "1..=64 of [A-Za-z0-9._-]"));
     }
     let mut texts = config.secrets.clone();
     for file in &config.secret_files {
         match std::fs::read_to_string(file) {
             Ok(text) => texts.push(text.trim().to_owned()),
-            Err(e) => return err(format!("secret file {}: {e}", file.display())),
+            Err(source) => {
+                return Err(ConfigError::Unreadable {
+                    key: key("secret_files"),
+                    path: file.clone(),
+                    source,
+                });
+            }
         }
     }
-    if texts.is_empty() || texts.len() > MAX_SECRETS {
-        return err(format!("needs 1 to {MAX_SECRETS} secrets"));
-    }
+    within_usize(key("secrets length"), texts.len(), 1..=MAX_SECRETS)?;
     let mut secrets = Vec::with_capacity(texts.len());
     for text in &texts {
         match Secret::parse(text) {
             Ok(secret) => secrets.push(secret),
-            Err(e) => return err(e.to_string()),
+            Err(e) => return Err(crate::config::rejected(key("secrets"), e)),
         }
     }
-    if !(1..=3600).contains(&config.tolerance_secs) {
-        return err("tolerance_secs must be 1 to 3600".into());
-    }
+    within(key("tolerance_secs"), config.tolerance_secs, 1..=3600)?;
     let max_body = config.max_body_bytes.unwrap_or(max_body_bytes);
-    if max_body == 0 || max_body > max_body_bytes {
-        return err(format!(
-            "max_body_bytes must be 1 to limits.max_body_bytes ({max_body_bytes})"
-        ));
-    }
+    within_usize(key("max_body_bytes"), max_body, 1..=usize::MAX)?;
+    crate::config::ordered(
+        key("max_body_bytes"),
+        max_body as u64,
+        crate::config::Order::AtMost,
+        "limits.max_body_bytes",
+        max_body_bytes as u64,
+    )?;
     if config.event_type_field.is_empty() {
-        return err("event_type_field is empty".into());
+        return Err(malformed(key("event_type_field"), "", "a member name"));
     }
-    if config.events.is_empty() {
-        return err("maps no event type to a capability".into());
-    }
+    within_usize(key("events length"), config.events.len(), 1..=usize::MAX)?;
     let mut events = HashMap::new();
     let mut scopes = Vec::new();
     for (event_type, capability) in &config.events {
@@ -255,9 +176,11 @@ fn subscription<'a>(
         };
         if let Some(channel) = channel {
             if target(capability).is_some() {
-                return err(format!(
-                    "event {event_type}: {capability} is both a capability id and a channel record; rename the capability"
-                ));
+                return Err(ConfigError::Reserved {
+                    key: "capabilities[].id".into(),
+                    value: capability.clone(),
+                    why: "webhook events name it as a channel record; rename the capability",
+                });
             }
             events.insert(event_type.clone(), channel);
             let scope = aip_runtime::scope::SCOPE_CHANNEL_WRITE.to_owned();
@@ -267,14 +190,18 @@ fn subscription<'a>(
             continue;
         }
         let Some(found) = target(capability) else {
-            return err(format!(
-                "event {event_type}: unknown capability {capability}"
-            ));
+            return Err(ConfigError::Unknown {
+                key: key(&format!("events.{event_type}")),
+                kind: "capability",
+                name: capability.clone(),
+            });
         };
         if !super::supports_async(found) {
-            return err(format!(
-                "event {event_type}: capability {capability} cannot be queued (webhook events are admitted as async actions)"
-            ));
+            return Err(ConfigError::Needs {
+                key: key(&format!("events.{event_type}")),
+                needs: "a capability that supports async",
+                why: "webhook events are admitted as async actions",
+            });
         }
         events.insert(
             event_type.clone(),
@@ -293,9 +220,11 @@ fn subscription<'a>(
         .clone()
         .unwrap_or_else(|| format!("svc:webhook:{id}"));
     if principal_taken(&principal) {
-        return err(format!(
-            "principal {principal} is a configured principal; a subscription's principal is its own"
-        ));
+        return Err(ConfigError::Reserved {
+            key: key("principal"),
+            value: principal,
+            why: "it is a configured principal; a subscription's principal is its own",
+        });
     }
     Ok(Subscription {
         id: id.clone(),
@@ -610,7 +539,7 @@ mod tests {
     const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 
     fn config(toml: &str) -> Vec<SubscriptionConfig> {
-        #[derive(Deserialize)]
+        #[derive(serde::Deserialize)]
         struct File {
             webhooks: Vec<SubscriptionConfig>,
         }
@@ -653,19 +582,36 @@ mod tests {
         let orders = &built.0["orders"];
         assert_eq!(orders.caller.id, "svc:webhook:orders");
         assert_eq!(orders.caller.scopes, ["invoke:cap:queued"]);
+        // Each refusal names the key it breaks, as the file spells it.
+        let event = "webhooks[orders].events.order.created";
         let refused = [
-            ok.replace("\"orders\"", "\"a/b\""),
-            ok.replace(SECRET, "not-a-secret"),
-            ok.replace(&format!("\"{SECRET}\""), ""),
-            ok.replace("cap:queued", "cap:nope"),
-            ok.replace("cap:queued", "cap:sync_only"),
-            format!("{ok}max_body_bytes = 2048\n"),
-            format!("{ok}tolerance_secs = 0\n"),
-            format!("{ok}principal = \"svc:taken\"\n"),
-            format!("{ok}{ok}"),
+            (ok.replace("\"orders\"", "\"a/b\""), "webhooks[].id"),
+            (
+                ok.replace(SECRET, "not-a-secret"),
+                "webhooks[orders].secrets",
+            ),
+            (
+                ok.replace(&format!("\"{SECRET}\""), ""),
+                "webhooks[orders].secrets length",
+            ),
+            (ok.replace("cap:queued", "cap:nope"), event),
+            (ok.replace("cap:queued", "cap:sync_only"), event),
+            (
+                format!("{ok}max_body_bytes = 2048\n"),
+                "webhooks[orders].max_body_bytes",
+            ),
+            (
+                format!("{ok}tolerance_secs = 0\n"),
+                "webhooks[orders].tolerance_secs",
+            ),
+            (
+                format!("{ok}principal = \"svc:taken\"\n"),
+                "webhooks[orders].principal",
+            ),
+            (format!("{ok}{ok}"), "webhooks[].id"),
         ];
-        for toml in refused {
-            assert!(build(&toml).is_err(), "{toml}");
+        for (toml, key) in refused {
+            assert_eq!(build(&toml).unwrap_err().key(), Some(key), "{toml}");
         }
     }
 
