@@ -144,6 +144,10 @@ async fn a_principal_at_its_concurrency_quota_gets_429_until_one_of_its_actions_
     assert_eq!(error["retryable"], true, "{reply}");
     assert_eq!(error["details"]["limit"], 2, "{reply}");
     assert_eq!(error["details"]["bucket"], "principal", "{reply}");
+    // Audited in the tenant's log, aggregated like the rate's refusals; the first at once.
+    let (events, count, first) = limit_refusals(&server.admin(), "quota_exceeded").await;
+    assert_eq!((events, count), (1, 1), "{first}");
+    assert_eq!(first["actor"]["id"], "alice", "{first}");
     // Over MCP: a JSON-RPC error naming the code.
     let mut mcp = Mcp::new(&server.base, Some(ALICE));
     mcp.open("2025-06-18").await;
@@ -470,4 +474,71 @@ async fn past_its_connection_bound_a_node_answers_overloaded_unread_and_cuts_cli
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     let idle_for = started.elapsed();
     assert!(idle_for < std::time::Duration::from_secs(5), "{idle_for:?}");
+}
+
+/// The caller's tenant's `limit.refused` events of `reason`: (their number, the refusals they
+/// stand for, the first event).
+async fn limit_refusals(admin: &support::Client, reason: &str) -> (usize, u64, serde_json::Value) {
+    let (status, page) = admin.get("/aip/v1/audit/events?limit=1000").await;
+    assert_eq!(status, 200, "{page}");
+    let events: Vec<&serde_json::Value> = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "limit.refused" && e["data"]["reason"] == reason)
+        .collect();
+    let count = events
+        .iter()
+        .map(|e| e["data"]["count"].as_u64().unwrap())
+        .sum();
+    let first = events
+        .first()
+        .map_or(serde_json::Value::Null, |e| (*e).clone());
+    (events.len(), count, first)
+}
+
+#[tokio::test]
+async fn a_flood_past_a_principals_rate_is_a_few_audit_events_of_its_tenant_carrying_the_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("aip.toml");
+    std::fs::write(
+        &config,
+        "[security]\nrefusal_audit_window_ms = 500\n\n[limits.principal_rates]\nadmin = { per_second = 1, burst = 1 }\n",
+    )
+    .unwrap();
+    let server = support::Server::start(&dir.path().join("data"), Some(&config), &[]);
+    let admin = server.admin();
+    let started = std::time::Instant::now();
+    let mut refused = 0;
+    for _ in 0..300 {
+        let echo = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} });
+        match admin.act(echo).await {
+            (200, _) => {}
+            (429, _) => refused += 1,
+            (status, reply) => panic!("{status}: {reply}"),
+        }
+    }
+    let took = started.elapsed();
+    assert!(refused >= 250, "only {refused} of 300 refused in {took:?}");
+    // The first refusal of each window is written at once; the rest when its window ends.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while limit_refusals(&admin, "rate_limited").await.1 < refused {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the window's count was never written"
+        );
+        support::pause(100).await;
+    }
+    let (events, count, first) = limit_refusals(&admin, "rate_limited").await;
+    let windows = usize::try_from(took.as_millis() / 500).unwrap() + 2;
+    println!("{refused} rate-limited actions in {took:?}: {events} audit events");
+    assert_eq!(count, refused);
+    assert!(
+        events <= 2 * windows,
+        "{events} events for {windows} windows"
+    );
+    assert_eq!(first["actor"]["id"], "admin", "{first}");
+    assert_ne!(first["actor"]["kind"], "system", "{first}");
+    assert_eq!(first["data"]["code"], "aip.limit.rate_limited", "{first}");
+    assert_eq!(first["data"]["capability_id"], "cap:demo:echo", "{first}");
 }

@@ -75,16 +75,24 @@ impl Runtime {
         if self.is_draining() {
             return Err(RuntimeError::Draining);
         }
-        self.rate_limits().check(caller).map_err(|limited| {
+        let action = &request.action;
+        if let Err(limited) = self.rate_limits().check(caller) {
             metrics::counter!("aip_rate_limited_total", "bucket" => limited.bucket).increment(1);
-            RuntimeError::RateLimited {
+            let err = RuntimeError::RateLimited {
                 bucket: limited.bucket,
                 retry_after_ms: limited.retry_after_ms,
-            }
-        })?;
-        let action = &request.action;
+            };
+            return Err(self
+                .audit_limit_refusal(caller, err, action.capability_id.as_str())
+                .await);
+        }
         let admission = match self.admit_action(caller, request).await {
             Ok(admission) => admission,
+            Err(err @ RuntimeError::QuotaExceeded { .. }) => {
+                return Err(self
+                    .audit_limit_refusal(caller, err, action.capability_id.as_str())
+                    .await);
+            }
             // A security refusal of an action is audited, whatever transport or profile sent it.
             Err(err) => {
                 let data = serde_json::json!({ "capability_id": action.capability_id });

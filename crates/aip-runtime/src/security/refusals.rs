@@ -22,6 +22,9 @@ pub const NODE_LOG_TENANT: &str = "aip.node";
 /// inbound webhooks).
 pub const AUTH_REFUSED: &str = "auth.refused";
 
+/// The audit label of an action refused by a rate limit or a concurrency quota.
+pub const LIMIT_REFUSED: &str = "limit.refused";
+
 /// At most this many (tenant, source, reason) windows are open at once; past it, new sources
 /// share one window per reason (source `*`), so the table's memory is bounded too.
 const MAX_WINDOWS: usize = 10_000;
@@ -43,6 +46,10 @@ pub enum RefusalReason {
     OriginNotAllowed,
     /// An envelope refused by its authenticity checks (signature, signer binding, skew, replay).
     EnvelopeRejected,
+    /// An authenticated principal past its request rate (spec 22.8).
+    RateLimited,
+    /// An authenticated principal or tenant at its concurrency quota (spec 22.8).
+    QuotaExceeded,
 }
 
 impl RefusalReason {
@@ -56,7 +63,14 @@ impl RefusalReason {
             Self::HostNotAllowed => "host_not_allowed",
             Self::OriginNotAllowed => "origin_not_allowed",
             Self::EnvelopeRejected => "envelope_rejected",
+            Self::RateLimited => "rate_limited",
+            Self::QuotaExceeded => "quota_exceeded",
         }
+    }
+
+    /// Whether the refused source is an authenticated principal (it is then the events' actor).
+    fn authenticated(self) -> bool {
+        matches!(self, Self::RateLimited | Self::QuotaExceeded)
     }
 }
 
@@ -190,8 +204,10 @@ impl Runtime {
     /// opening refusal is written before this returns, so the refusal is answered only once its
     /// evidence is durable (an error here is the storage error, for a binding to fail closed on).
     pub async fn note_refusal(&self, refusal: Refusal) -> Result<(), RuntimeError> {
-        metrics::counter!("aip_auth_refusals_total", "reason" => refusal.reason.as_str())
-            .increment(1);
+        if !refusal.reason.authenticated() {
+            metrics::counter!("aip_auth_refusals_total", "reason" => refusal.reason.as_str())
+                .increment(1);
+        }
         let window = self.refusal_window();
         match self.refusal_log().note(refusal, window) {
             Some(due) => self.write_refusals(due, window).await,
@@ -224,15 +240,18 @@ impl Runtime {
             "window_ms".into(),
             json!(u64::try_from(window.as_millis()).unwrap_or(u64::MAX)),
         );
-        data.insert(
-            crate::events::ACTOR_KIND.into(),
-            json!(aip_core::PrincipalKind::System),
-        );
+        // A limited principal's kind came with the refusal; an unauthenticated source is the system.
+        data.entry(crate::events::ACTOR_KIND)
+            .or_insert_with(|| json!(aip_core::PrincipalKind::System));
         let audit = NewAudit {
             audit_id: aip_core::generate_with_prefix("aud_"),
             tenant: tenant.unwrap_or_else(|| NODE_LOG_TENANT.to_owned()),
-            // The refusal's source acts: nobody it could name authenticated.
-            actor: format!("unauthenticated:{source}"),
+            // The refusal's source acts: a limited principal, or nobody it could name authenticated.
+            actor: if reason.authenticated() {
+                source
+            } else {
+                format!("unauthenticated:{source}")
+            },
             action_label: label.to_owned(),
             occurred_at_ms: crate::clock::now_ms(),
             data: Value::Object(data),
@@ -269,6 +288,40 @@ impl Runtime {
                 }
             }
         });
+    }
+}
+
+impl Runtime {
+    /// `err` as answered after it is counted in the caller's tenant audit, when a rate limit or a
+    /// concurrency quota refused the action (aggregated per principal and window like the
+    /// transport's refusals, so a runaway agent costs a few writes, not one per request); a
+    /// refusal whose opening event cannot be written is answered with the storage error.
+    pub(crate) async fn audit_limit_refusal(
+        &self,
+        caller: &crate::Caller,
+        err: RuntimeError,
+        capability_id: &str,
+    ) -> RuntimeError {
+        let reason = match &err {
+            RuntimeError::RateLimited { .. } => RefusalReason::RateLimited,
+            RuntimeError::QuotaExceeded { .. } => RefusalReason::QuotaExceeded,
+            _ => return err,
+        };
+        let refusal = Refusal {
+            tenant: Some(caller.tenant.clone()),
+            source: caller.id.clone(),
+            reason,
+            label: LIMIT_REFUSED,
+            data: json!({
+                "code": err.code().as_str(),
+                "capability_id": capability_id,
+                crate::events::ACTOR_KIND: caller.kind,
+            }),
+        };
+        match self.note_refusal(refusal).await {
+            Ok(()) => err,
+            Err(unwritten) => unwritten,
+        }
     }
 }
 
