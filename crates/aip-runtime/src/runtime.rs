@@ -112,6 +112,8 @@ pub struct Runtime {
     config: RuntimeConfig,
     policy: Arc<dyn PolicyGate>,
     running: Mutex<HashMap<(String, String), RunningHandler>>,
+    /// Every job this node's workers hold a lease on, by job id, and whether a drain released it.
+    held: Mutex<HashMap<String, (aip_store::Fence, bool)>>,
     worker_id: WorkerId,
     work_ready: Notify,
     action_waiters: crate::read::ActionWaiters,
@@ -170,6 +172,7 @@ impl Runtime {
             config,
             policy,
             running: Mutex::new(HashMap::new()),
+            held: Mutex::new(HashMap::new()),
             worker_id,
             work_ready: Notify::new(),
             action_waiters: crate::read::ActionWaiters::default(),
@@ -265,34 +268,91 @@ impl Runtime {
             (started + mutation_grace.max(grace), true),
         ];
         for (deadline, mutations_too) in phases {
-            loop {
-                let runs = self.runs.load(SeqCst);
-                let (unreleased, entries) = {
-                    let running = self.running();
-                    let unreleased = running
-                        .values()
-                        .filter(|h| !h.released.load(SeqCst))
-                        .count();
-                    (unreleased, running.len())
-                };
-                // Idle: no handler left that may still commit (a released one winding down may
-                // not), and no outcome being committed.
-                if runs == 0 || (unreleased == 0 && runs <= entries) {
-                    return Drain {
-                        finished: at_start.saturating_sub(released.len()),
-                        released,
-                    };
-                }
+            while !self.idle() {
                 if tokio::time::Instant::now() >= deadline {
                     break;
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
             }
+            if self.idle() {
+                break;
+            }
             released.extend(self.release_running(mutations_too).await);
+            self.release_held(mutations_too).await;
         }
         Drain {
             finished: at_start.saturating_sub(released.len()),
             released,
+        }
+    }
+
+    /// Nothing left that may still commit: no action run but released ones winding down (which
+    /// commit nothing), and no leased job (a callback delivery, a timer) not released.
+    fn idle(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        let runs = self.runs.load(SeqCst);
+        let winding_down = self
+            .running()
+            .values()
+            .filter(|h| h.released.load(SeqCst))
+            .count();
+        let held = self
+            .held()
+            .values()
+            .filter(|(_, released)| !released)
+            .count();
+        runs <= winding_down && held == 0
+    }
+
+    /// Gives back the leases of held jobs not released yet (keeping those of running mutations
+    /// unless `mutations_too`): a restarted node or another one claims them at once, and a late
+    /// commit of this node is refused by the fence.
+    async fn release_held(&self, mutations_too: bool) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let kept: std::collections::HashSet<String> = if mutations_too {
+            std::collections::HashSet::new()
+        } else {
+            self.running()
+                .values()
+                .filter(|h| h.mutation && !h.released.load(SeqCst))
+                .filter_map(|h| h.fence.as_ref().map(|f| f.job_id.clone()))
+                .collect()
+        };
+        let fences: Vec<aip_store::Fence> = self
+            .held()
+            .iter_mut()
+            .filter(|(job, (_, released))| !released && !kept.contains(*job))
+            .map(|(_, (fence, released))| {
+                *released = true;
+                fence.clone()
+            })
+            .collect();
+        for fence in fences {
+            match self.store.release_job(&fence, crate::clock::now_ms()).await {
+                // Settled in the meantime, or already given back with its handler.
+                Ok(())
+                | Err(aip_store::StoreError::StaleLease | aip_store::StoreError::NotFound { .. }) =>
+                    {}
+                Err(err) => {
+                    tracing::warn!(job = %fence.job_id, %err, "could not release a job's lease at the drain deadline; it lapses instead");
+                }
+            }
+        }
+    }
+
+    /// The held jobs; see [`Runtime::running`] for why a poisoned lock is still usable.
+    fn held(&self) -> MutexGuard<'_, HashMap<String, (aip_store::Fence, bool)>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records `fence` as held by this node until the returned guard drops (a worker holds it
+    /// while it runs and settles the job).
+    pub(crate) fn hold(&self, fence: &aip_store::Fence) -> HeldJob<'_> {
+        self.held()
+            .insert(fence.job_id.clone(), (fence.clone(), false));
+        HeldJob {
+            runtime: self,
+            job_id: fence.job_id.clone(),
         }
     }
 
@@ -502,6 +562,18 @@ pub(crate) struct RunningHandler {
     pub(crate) released: Arc<std::sync::atomic::AtomicBool>,
     /// A mutation whose release would settle as an uncertain outcome: the drain waits longer.
     pub(crate) mutation: bool,
+}
+
+/// A job lease held by one of this node's workers (see [`Runtime::hold`]).
+pub(crate) struct HeldJob<'r> {
+    runtime: &'r Runtime,
+    job_id: String,
+}
+
+impl Drop for HeldJob<'_> {
+    fn drop(&mut self) {
+        self.runtime.held().remove(&self.job_id);
+    }
 }
 
 /// What a drain did ([`Runtime::drained`]).

@@ -427,3 +427,56 @@ async fn a_status_callback_delivers_every_transition_in_order_and_a_4xx_fails_wi
     assert_eq!(d.attempts.len(), 1, "a permanent refusal is not retried");
     assert!(d.last_error.unwrap().contains("410"));
 }
+
+#[tokio::test]
+async fn a_delivery_in_flight_at_the_drain_deadline_gives_its_lease_back_for_another_node_to_claim_at_once()
+ {
+    let receiver = Receiver::start(&[], Some(200)).await;
+    // The first delivery is held far past the drain's grace (and within the attempt's timeout).
+    receiver.slow(0, Some(20_000));
+    let mut policy = loopback_policy();
+    policy.timeout_ms = 30_000;
+    let (h, _) = harness(policy).await;
+    echo_with(
+        &h,
+        &alice(),
+        json!({ "profile": "aip.native.http.v1", "target": receiver.url() }),
+    )
+    .await;
+    for _ in 0..500 {
+        if !receiver.hits().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(receiver.hits().len(), 1, "the delivery never started");
+    h.runtime.begin_drain();
+    let started = std::time::Instant::now();
+    let drain = h
+        .runtime
+        .drained(Duration::from_millis(300), Duration::from_millis(300))
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(drain.released.is_empty(), "no action handler was running");
+    // Its lease (30 s) is back in the store: another node claims the delivery now.
+    let other = aip_store::WorkerId::fresh();
+    let claimed = h
+        .runtime
+        .store()
+        .claim(
+            aip_store::CALLBACK_QUEUE,
+            &other,
+            aip_runtime::clock::now_ms(),
+            30_000,
+        )
+        .await
+        .unwrap();
+    assert!(
+        claimed.is_some(),
+        "the delivery's lease was kept by the drained node"
+    );
+}

@@ -92,6 +92,8 @@ async fn work(runtime: Arc<Runtime>, kind: Arc<dyn JobKind>) {
             .await;
         match claimed {
             Ok(Some(lease)) => {
+                // Held until the job is settled: a drain waits for it or gives its lease back.
+                let _held = runtime.hold(&lease.fence);
                 let ran = AssertUnwindSafe(kind.run(&runtime, &lease))
                     .catch_unwind()
                     .await;
