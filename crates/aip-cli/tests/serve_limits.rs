@@ -542,3 +542,47 @@ async fn a_flood_past_a_principals_rate_is_a_few_audit_events_of_its_tenant_carr
     assert_eq!(first["data"]["code"], "aip.limit.rate_limited", "{first}");
     assert_eq!(first["data"]["capability_id"], "cap:demo:echo", "{first}");
 }
+
+/// Sends `path` a request head promising a 100-byte body, then one byte; returns what the node
+/// answers and how long it took.
+async fn trickled(server: &support::Server, path: &str) -> (String, std::time::Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(&server.base).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 100\r\n\r\n{{",
+        server.base, server.admin_token
+    );
+    socket.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = vec![0; 4096];
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), socket.read(&mut answer))
+        .await
+        .expect("no answer to a trickled body")
+        .unwrap();
+    (
+        String::from_utf8_lossy(&answer[..read]).into_owned(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn a_client_trickling_its_body_is_answered_request_timeout_on_native_and_mcp_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = support::Server::start(
+        &dir.path().join("data"),
+        None,
+        &[("AIP_LIMITS__BODY_READ_TIMEOUT_MS", "500")],
+    );
+    for path in ["/aip/v1/actions", "/mcp"] {
+        let (answer, took) = trickled(&server, path).await;
+        assert!(answer.starts_with("HTTP/1.1 504"), "{path}: {answer}");
+        assert!(
+            answer.contains("aip.runtime.request_timeout"),
+            "{path}: {answer}"
+        );
+        assert!(took < std::time::Duration::from_secs(5), "{path}: {took:?}");
+    }
+    // A whole body is served as before.
+    let echo = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} });
+    assert_eq!(server.admin().act(echo).await.0, 200);
+}

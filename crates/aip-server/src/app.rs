@@ -277,7 +277,9 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let state = AppState {
         auth: Arc::clone(&auth),
         guard: Arc::new(RequestGuard::from_config(config)),
-        ready: Arc::new(StoreReady(store)),
+        ready: Arc::new(crate::overload::SharedReady::new(Arc::new(StoreReady(
+            store,
+        )))),
         metrics,
         runtime: Arc::clone(&runtime),
         streaming: crate::sse::StreamLimits {
@@ -313,6 +315,11 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         );
         routes = routes.merge(crate::profile::mcp::routes(Arc::new(mcp)));
     }
+    let routes = crate::overload::read_body_within(
+        routes,
+        std::time::Duration::from_millis(limits.body_read_timeout_ms),
+        limits.max_body_bytes,
+    );
     let router = router(
         state,
         (routes, public),

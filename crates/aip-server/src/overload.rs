@@ -46,6 +46,57 @@ pub fn time_out(router: Router<AppState>, timeout: Duration) -> Router<AppState>
     )
 }
 
+/// `router` reading each request's whole body (at most `max_bytes`) within `within` before
+/// serving it: a client that trickles its body is answered `aip.runtime.request_timeout` and its
+/// request never runs, so it holds an in-flight slot no longer than that.
+pub fn read_body_within(
+    router: Router<AppState>,
+    within: Duration,
+    max_bytes: usize,
+) -> Router<AppState> {
+    router.layer(axum::middleware::from_fn(
+        move |request: Request, next: Next| async move {
+            let declared = request
+                .headers()
+                .get(header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<usize>().ok());
+            if declared.is_some_and(|n| n > max_bytes) {
+                // Refused unread by the handler's own body limit, typed as it answers it.
+                return next.run(request).await;
+            }
+            let (parts, body) = request.into_parts();
+            match tokio::time::timeout(within, axum::body::to_bytes(body, max_bytes)).await {
+                Ok(Ok(bytes)) => {
+                    next.run(Request::from_parts(parts, Body::from(bytes)))
+                        .await
+                }
+                Ok(Err(_)) => {
+                    let error = ApiError::with_status(
+                        axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+                        aip_core::ErrorCode::BodyRejected,
+                        format!("the body exceeds {max_bytes} bytes, or could not be read"),
+                    );
+                    if crate::http::is_envelope_endpoint(&parts.method, parts.uri.path()) {
+                        error.into_envelope_response()
+                    } else {
+                        error.into_response()
+                    }
+                }
+                Err(_) => {
+                    metrics::counter!("aip_http_body_timeouts_total").increment(1);
+                    refusal(
+                        aip_core::ErrorCode::RequestTimeout,
+                        "the request body did not arrive within limits.body_read_timeout_ms; nothing was done",
+                        &parts.method,
+                        parts.uri.path(),
+                    )
+                }
+            }
+        },
+    ))
+}
+
 /// The typed refusal of a request the layers above stopped, shaped as the endpoint answers its
 /// other errors (an error envelope on the envelope endpoints, spec 19.1).
 async fn refuse(method: Method, uri: Uri, error: BoxError) -> Response {
@@ -192,4 +243,83 @@ pub async fn bound_streams(
         chunk
     });
     Response::from_parts(parts, Body::from_stream(body))
+}
+
+/// Readiness probes share one store check per [`READY_REUSE`]: `/ready` needs no token and sits
+/// outside the in-flight bound, so a flood of probes must not become a flood of store round trips.
+/// One check runs at a time; callers arriving meanwhile wait for it (each under the route's own
+/// timeout) and take its verdict.
+pub struct SharedReady {
+    inner: std::sync::Arc<dyn crate::http::ReadyCheck>,
+    last: tokio::sync::Mutex<Option<(std::time::Instant, Result<(), String>)>>,
+}
+
+/// How long one store check's verdict answers probes.
+pub const READY_REUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl SharedReady {
+    /// Shares `inner`'s checks.
+    pub fn new(inner: std::sync::Arc<dyn crate::http::ReadyCheck>) -> Self {
+        Self {
+            inner,
+            last: tokio::sync::Mutex::new(None),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::http::ReadyCheck for SharedReady {
+    async fn check(&self) -> Result<(), String> {
+        let mut last = self.last.lock().await;
+        if let Some((at, verdict)) = last.as_ref()
+            && at.elapsed() < READY_REUSE
+        {
+            return verdict.clone();
+        }
+        let verdict = self.inner.check().await;
+        *last = Some((std::time::Instant::now(), verdict.clone()));
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counting(AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl crate::http::ReadyCheck for Counting {
+        async fn check(&self) -> Result<(), String> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_burst_of_readiness_probes_costs_one_store_check_per_reuse_period() {
+        let counting = Arc::new(Counting(AtomicUsize::new(0)));
+        let shared = Arc::new(SharedReady::new(
+            Arc::clone(&counting) as Arc<dyn crate::http::ReadyCheck>
+        ));
+        let mut probes = tokio::task::JoinSet::new();
+        for _ in 0..200 {
+            let shared = Arc::clone(&shared);
+            probes.spawn(async move { crate::http::ReadyCheck::check(&*shared).await });
+        }
+        while let Some(verdict) = probes.join_next().await {
+            assert_eq!(verdict.ok(), Some(Ok(())));
+        }
+        assert_eq!(counting.0.load(Ordering::SeqCst), 1);
+        tokio::time::sleep(READY_REUSE).await;
+        crate::http::ReadyCheck::check(&*shared).await.ok();
+        assert_eq!(
+            counting.0.load(Ordering::SeqCst),
+            2,
+            "a stale verdict is checked again"
+        );
+    }
 }

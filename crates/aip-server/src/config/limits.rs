@@ -72,6 +72,10 @@ pub struct Limits {
     pub max_connections: usize,
     /// A client must send a whole request head within this (100..=300000 ms) or is disconnected.
     pub header_read_timeout_ms: u64,
+    /// A client must send a whole request body within this (100..=300000 ms), or is answered
+    /// `aip.runtime.request_timeout` and its request is not served (slow-body clients hold no
+    /// in-flight slot longer).
+    pub body_read_timeout_ms: u64,
 }
 
 impl Default for Limits {
@@ -105,6 +109,7 @@ impl Default for Limits {
             request_timeout_ms: 90_000,
             max_connections: 16_384,
             header_read_timeout_ms: 10_000,
+            body_read_timeout_ms: 30_000,
         }
     }
 }
@@ -157,6 +162,11 @@ impl Limits {
         within(
             key("header_read_timeout_ms"),
             self.header_read_timeout_ms,
+            100..=300_000,
+        )?;
+        within(
+            key("body_read_timeout_ms"),
+            self.body_read_timeout_ms,
             100..=300_000,
         )?;
         within(

@@ -178,6 +178,9 @@ fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
         ("AIP_LIMITS__MAX_OPEN_STREAMS", "32", |c| {
             c.limits.max_open_streams == 32
         }),
+        ("AIP_LIMITS__BODY_READ_TIMEOUT_MS", "2000", |c| {
+            c.limits.body_read_timeout_ms == 2000
+        }),
         ("AIP_LIMITS__REQUEST_TIMEOUT_MS", "45000", |c| {
             c.limits.request_timeout_ms == 45_000
         }),
