@@ -362,6 +362,52 @@ async fn an_sse_follower_and_a_websocket_stream_end_with_a_resumable_frame_at_th
     assert_eq!(ws_seen, (1..=40).collect::<Vec<_>>());
 }
 
+#[tokio::test]
+async fn a_draining_node_refuses_new_work_over_mcp_a2a_and_websocket_with_the_typed_retryable_error()
+ {
+    use support::mcp::{ALICE, Mcp, refused_over_mcp, two_principals_with};
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = two_principals_with(
+        dir.path(),
+        "[a2a]\ndefault_capability = \"cap:demo:echo\"\n\n[shutdown]\ngrace_ms = 20000\n",
+    );
+    // Sessions opened before the drain; one sleep keeps the node draining while they are tried.
+    let mut mcp = Mcp::new(&server.base, Some(ALICE));
+    mcp.open("2025-06-18").await;
+    let mut socket = support::ws::connect(&server, ALICE).await;
+    running_sleeps(&server, 1, 5000).await;
+    sigterm(&server);
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    for _ in 0..200 {
+        let ready = http
+            .get(format!("http://{}/ready", server.base))
+            .send()
+            .await
+            .unwrap();
+        if ready.status() == 503 {
+            break;
+        }
+        pause(10).await;
+    }
+    refused_over_mcp(&mut mcp, "aip.runtime.draining").await;
+    // Over A2A no task is created: a JSON-RPC error naming the code, marked retryable.
+    let a2a = support::a2a::a2a_send(&server.base, ALICE).await;
+    let info = &a2a["error"]["data"][0]["metadata"];
+    assert_eq!(info["aip.code"], "aip.runtime.draining", "{a2a}");
+    assert_eq!(info["aip.retryable"], "true", "{a2a}");
+    assert!(a2a.get("result").is_none(), "{a2a}");
+    let action = support::envelope(
+        "aip.core.v1.action",
+        json!({ "action": { "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} } }),
+    );
+    support::ws::send(&mut socket, &action).await;
+    let reply = support::ws::next_envelope(&mut socket).await;
+    let error = &reply["body"]["error"]["error"];
+    assert_eq!(error["code"], "aip.runtime.draining", "{reply}");
+    assert_eq!(error["retryable"], true, "{reply}");
+    exited(&mut server, Duration::from_secs(20)).await;
+}
+
 /// A booking provider that counts the requests it receives and answers each after 5 s.
 async fn slow_booking_provider() -> (String, Arc<AtomicUsize>) {
     let received = Arc::new(AtomicUsize::new(0));

@@ -16,46 +16,9 @@
 mod support;
 
 use serde_json::json;
+use support::a2a::{a2a_send, assert_a2a_refused};
 use support::id;
-use support::mcp::{ALICE, BOB, Mcp, two_principals_with};
-
-/// A tool call over MCP is refused with a JSON-RPC error whose message starts with `code`.
-async fn refused_over_mcp(mcp: &mut Mcp, code: &str) {
-    let answer = mcp
-        .call(
-            "tools/call",
-            json!({ "name": "demo_echo", "arguments": {} }),
-        )
-        .await;
-    let message = answer.body["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.starts_with(code), "{}", answer.body);
-}
-
-/// An A2A `SendMessage` (not streamed) as `token`: the JSON-RPC response.
-async fn a2a_send(base: &str, token: &str) -> serde_json::Value {
-    let http = reqwest::Client::builder().no_proxy().build().unwrap();
-    http.post(format!("http://{base}/a2a"))
-        .bearer_auth(token)
-        .header("A2A-Version", "1.0")
-        .json(&json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
-                       "params": { "message": { "messageId": id("msg-"), "role": "ROLE_USER", "parts": [{ "text": "hello" }] } } }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
-/// An A2A answer is the task rejected before anything was recorded, naming `code` as retryable.
-fn assert_a2a_refused(answer: &serde_json::Value, code: &str) {
-    let task = &answer["result"]["task"];
-    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{answer}");
-    assert_eq!(task["metadata"]["aip.recorded"], false, "{answer}");
-    let error = &task["status"]["message"]["metadata"]["aip.error"];
-    assert_eq!(error["code"], code, "{answer}");
-    assert_eq!(error["retryable"], true, "{answer}");
-}
+use support::mcp::{ALICE, BOB, Mcp, refused_over_mcp, two_principals_with};
 
 #[tokio::test]
 async fn a_principal_past_its_rate_gets_429_with_retry_after_and_a_typed_mcp_error() {

@@ -44,3 +44,29 @@ pub fn ok(result: &Value) -> &Value {
     assert!(result.get("ok").is_some(), "step failed: {result}");
     &result["ok"]
 }
+
+/// An A2A `SendMessage` (not streamed) as `token`: the JSON-RPC response.
+pub async fn a2a_send(base: &str, token: &str) -> serde_json::Value {
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    http.post(format!("http://{base}/a2a"))
+        .bearer_auth(token)
+        .header("A2A-Version", "1.0")
+        .json(&serde_json::json!({ "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+                       "params": { "message": { "messageId": super::id("msg-"), "role": "ROLE_USER", "parts": [{ "text": "hello" }] } } }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An A2A answer is the task rejected before anything was recorded, naming `code` as retryable.
+pub fn assert_a2a_refused(answer: &serde_json::Value, code: &str) {
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_REJECTED", "{answer}");
+    assert_eq!(task["metadata"]["aip.recorded"], false, "{answer}");
+    let error = &task["status"]["message"]["metadata"]["aip.error"];
+    assert_eq!(error["code"], code, "{answer}");
+    assert_eq!(error["retryable"], true, "{answer}");
+}

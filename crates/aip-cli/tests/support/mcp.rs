@@ -191,3 +191,15 @@ pub async fn answer(r: reqwest::Response) -> Answer {
         body: serde_json::from_str(&text).unwrap_or(Value::Null),
     }
 }
+
+/// A tool call over MCP is refused with a JSON-RPC error whose message starts with `code`.
+pub async fn refused_over_mcp(mcp: &mut Mcp, code: &str) {
+    let answer = mcp
+        .call(
+            "tools/call",
+            json!({ "name": "demo_echo", "arguments": {} }),
+        )
+        .await;
+    let message = answer.body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.starts_with(code), "{}", answer.body);
+}

@@ -134,8 +134,10 @@ pub fn native(error: &aip_runtime::RuntimeError) -> A2aError {
     let code = protocol.code.as_str();
     let base = match error {
         aip_runtime::RuntimeError::NotFound(_) => A2aError::task_not_found(),
+        // Nothing was done and the same request may succeed later (a drain, an overloaded store):
+        // the client reads that from the metadata, as a native client reads `retryable`.
         _ if protocol.category == aip_core::ErrorCategory::Temporary => {
-            A2aError::internal(protocol.message.clone())
+            A2aError::internal(protocol.message.clone()).with("aip.retryable", "true")
         }
         _ => A2aError::invalid_params(format!("{code}: {}", protocol.message)),
     };
