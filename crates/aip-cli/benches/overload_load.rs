@@ -153,12 +153,15 @@ async fn open_loop(
 }
 
 /// Reads every admitted action back by id: each must exist and be completed.
-async fn lost(node: &common::Node, ids: &[String]) -> usize {
+async fn lost(node: &common::Node, ids: &[String], bound: usize) -> usize {
     let http = common::http_client();
     let base = format!("http://{}", node.addr);
     let missing = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // No more readers than the node's in-flight bound, and a read it refuses as overloaded is
+    // asked again: only an action the node does not hold completed counts as lost.
+    let readers = bound.clamp(1, 16);
     let chunks: Vec<Vec<String>> = ids
-        .chunks(ids.len().div_ceil(16).max(1))
+        .chunks(ids.len().div_ceil(readers).max(1))
         .map(<[String]>::to_vec)
         .collect();
     let mut tasks = tokio::task::JoinSet::new();
@@ -171,15 +174,21 @@ async fn lost(node: &common::Node, ids: &[String]) -> usize {
         );
         tasks.spawn(async move {
             for id in chunk {
-                let view: Value = http
-                    .get(format!("{base}/aip/v1/actions/{id}"))
-                    .bearer_auth(&token)
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap_or(Value::Null);
+                let mut view = Value::Null;
+                for _ in 0..100 {
+                    let response = http
+                        .get(format!("{base}/aip/v1/actions/{id}"))
+                        .bearer_auth(&token)
+                        .send()
+                        .await
+                        .unwrap();
+                    if response.status() == 503 {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                    view = response.json().await.unwrap_or(Value::Null);
+                    break;
+                }
                 if view["state"] != "completed" {
                     missing.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
@@ -267,7 +276,7 @@ fn main() {
         &mut overload,
         &rss,
     );
-    let missing = rt.block_on(lost(&node, &overload.admitted_ids));
+    let missing = rt.block_on(lost(&node, &overload.admitted_ids, bound));
     println!(
         "overload: p99 of admitted / p99 at capacity = {:.2}x, / unloaded p99 = {:.2}x; admitted actions not found completed afterwards: {missing} of {}",
         percentile(&overload.admitted, 0.99) / capacity.p99_ms,
@@ -288,7 +297,7 @@ fn main() {
             &mut soak,
             &rss,
         );
-        let missing = rt.block_on(lost(&node, &soak.admitted_ids));
+        let missing = rt.block_on(lost(&node, &soak.admitted_ids, bound));
         // The first sample is taken before the soak warmed anything up.
         let steady = &rss[1.min(rss.len())..];
         let (min, max) = (

@@ -498,6 +498,9 @@ pub async fn run(config: Config) -> Result<(), ServeError> {
         nats.finish().await;
     }
     server.runtime.shutdown();
+    // The writer commits what is queued (the drain's last releases, the refusal counts) before
+    // the process exits.
+    server.runtime.store().close().await;
     Ok(served?)
 }
 

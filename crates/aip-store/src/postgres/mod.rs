@@ -97,8 +97,7 @@ impl SqlStore<Postgres> {
 
     /// Closes the pool and stops the listener.
     pub async fn close(&self) {
-        self.dialect().listener.abort();
-        self.dialect().writer.close().await;
+        self.dialect().close().await;
     }
 }
 
@@ -110,6 +109,11 @@ impl Dialect for Postgres {
     const MIGRATIONS: &'static [crate::migrate::Migration] = crate::migrate::POSTGRES;
 
     type Reader = PgPool;
+
+    async fn close(&self) {
+        self.listener.abort();
+        self.writer.close().await;
+    }
 
     fn reader(&self) -> &PgPool {
         &self.reader

@@ -42,6 +42,10 @@ pub(crate) trait Dialect: Send + Sync + 'static {
         None
     }
 
+    /// Finishes the writes already queued, then closes the pools (writes asked for afterwards fail
+    /// as `Unavailable`): the last step of a clean shutdown.
+    fn close(&self) -> impl Future<Output = ()> + Send;
+
     /// Runs `f` in a write transaction and answers once it is committed: `Err` from `f` rolls back
     /// its work. With `notify`, readers are woken after the commit. `f` must not wait on anything
     /// but its statements (the SQLite writer polls it once).

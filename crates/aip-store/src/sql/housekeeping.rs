@@ -17,6 +17,10 @@ impl<D: Dialect> HousekeepingStore for SqlStore<D> {
         D::BACKEND
     }
 
+    async fn close(&self) {
+        self.dialect().close().await;
+    }
+
     async fn ping(&self) -> StoreResult<()> {
         query("SELECT 1").execute(self.reader()).await?;
         // Through the writer, so a stalled writer stalls the probe (its caller bounds the wait).

@@ -116,8 +116,7 @@ impl SqlStore<Sqlite> {
     /// Closes the read pool (waits for checked-out connections) and the writer (after the writes
     /// already queued). Writes asked for afterwards fail as `Unavailable`.
     pub async fn close(&self) {
-        self.dialect().reader.close().await;
-        self.dialect().writer.close().await;
+        self.dialect().close().await;
     }
 }
 
@@ -130,6 +129,11 @@ impl Dialect for Sqlite {
     const MIGRATIONS: &'static [crate::migrate::Migration] = crate::migrate::SQLITE;
 
     type Reader = SqlitePool;
+
+    async fn close(&self) {
+        self.reader.close().await;
+        self.writer.close().await;
+    }
 
     fn reader(&self) -> &SqlitePool {
         &self.reader

@@ -15,6 +15,10 @@ pub trait HousekeepingStore: Send + Sync + 'static {
     /// migrations this build knows are applied (for `/ready`).
     async fn ping(&self) -> StoreResult<()>;
 
+    /// Commits the writes already queued and closes the connections: the last step of a clean
+    /// shutdown (writes asked for afterwards fail as `Unavailable`).
+    async fn close(&self);
+
     /// Removes expired replay claims, idempotency reservations and resume tokens.
     async fn purge_expired(&self, now_ms: i64) -> StoreResult<PurgeReport>;
 
