@@ -231,8 +231,19 @@ async fn signed_deliveries_are_admitted_once_and_every_forged_stale_or_unbound_o
         "aip.transport.body_rejected"
     );
     // The forged deliveries are audited in the subscription's tenant, aggregated per subscription:
-    // the first at once, the rest counted in the window's later event.
-    let (_, audit) = server.admin().get("/aip/v1/audit/events?limit=1000").await;
+    // the first at once (written in the background), the rest counted in the window's later event.
+    let mut audit = serde_json::Value::Null;
+    for _ in 0..40 {
+        audit = server
+            .admin()
+            .get("/aip/v1/audit/events?limit=1000")
+            .await
+            .1;
+        if audit.to_string().contains("auth.refused") {
+            break;
+        }
+        support::pause(50).await;
+    }
     let forged: Vec<_> = audit["events"]
         .as_array()
         .unwrap()

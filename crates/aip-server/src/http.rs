@@ -506,7 +506,9 @@ pub(crate) async fn note_refusal_from(
         label: aip_runtime::AUTH_REFUSED,
         data: facts,
     };
-    let _ = state.runtime.note_refusal(refusal).await;
+    // Counted at once; the window's audit event is written in the background, so an
+    // unauthenticated request is refused before any store access (spec 22.8).
+    state.runtime.note_refusal_detached(refusal);
 }
 
 async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {

@@ -1,6 +1,7 @@
 //! Authentication refusals in the audit log at a bounded cost (spec 18.3, 22.5): every refusal is
 //! counted in a metric, but per (tenant, source, reason) at most one audit event is written per
-//! window, carrying the number of refusals it stands for. An unauthenticated flood is then a few
+//! window, carrying the number of refusals it stands for; the transports refuse unauthenticated
+//! traffic without waiting for that write. An unauthenticated flood is then a few
 //! writes per window, never one database write per request. Refusals before a tenant is known
 //! (a bad bearer token, a refused `Host`) go to the node's own security log, the audit events of
 //! the reserved tenant [`NODE_LOG_TENANT`], which holders of `audit:read` in the admin tenant read.
@@ -204,15 +205,33 @@ impl Runtime {
     /// opening refusal is written before this returns, so the refusal is answered only once its
     /// evidence is durable (an error here is the storage error, for a binding to fail closed on).
     pub async fn note_refusal(&self, refusal: Refusal) -> Result<(), RuntimeError> {
+        let window = self.refusal_window();
+        match self.count_refusal(refusal, window) {
+            Some(due) => self.write_refusals(due, window).await,
+            None => Ok(()),
+        }
+    }
+
+    /// [`Runtime::note_refusal`] without waiting for the store: the refusal is counted at once
+    /// and the event of a window it opens is written by a background task. A transport refuses
+    /// unauthenticated traffic this way before any store access (spec 22.8): a flood costs at
+    /// most one write per (source, reason) and window, and never holds a request.
+    pub fn note_refusal_detached(self: &Arc<Self>, refusal: Refusal) {
+        let window = self.refusal_window();
+        if let Some(due) = self.count_refusal(refusal, window) {
+            let runtime = Arc::clone(self);
+            // Logged by `write_refusals` when it fails; the refusal itself was answered.
+            tokio::spawn(async move { runtime.write_refusals(due, window).await });
+        }
+    }
+
+    /// Counts `refusal` (its metric, its window); the event to write now, if it opens one.
+    fn count_refusal(&self, refusal: Refusal, window: Duration) -> Option<Due> {
         if !refusal.reason.authenticated() {
             metrics::counter!("aip_auth_refusals_total", "reason" => refusal.reason.as_str())
                 .increment(1);
         }
-        let window = self.refusal_window();
-        match self.refusal_log().note(refusal, window) {
-            Some(due) => self.write_refusals(due, window).await,
-            None => Ok(()),
-        }
+        self.refusal_log().note(refusal, window)
     }
 
     /// Writes the counts of ended windows; run by [`Runtime::start`]'s refusal flusher.

@@ -342,17 +342,15 @@ async fn admit(
     {
         Ok(()) => {}
         Err(refused) => {
-            // Audited in the subscription's tenant, aggregated per subscription (spec 18.3); a
-            // refusal whose evidence cannot be written is still a refusal.
-            let _ = runtime
-                .note_refusal(aip_runtime::Refusal {
-                    tenant: Some(subscription.caller.tenant.clone()),
-                    source: format!("webhook:{}", subscription.id),
-                    reason: aip_runtime::RefusalReason::BadWebhookSignature,
-                    label: aip_runtime::AUTH_REFUSED,
-                    data: serde_json::json!({ "code": refused.code.as_str() }),
-                })
-                .await;
+            // Audited in the subscription's tenant, aggregated per subscription (spec 18.3), in
+            // the background: an unverified sender is refused before any store access.
+            runtime.note_refusal_detached(aip_runtime::Refusal {
+                tenant: Some(subscription.caller.tenant.clone()),
+                source: format!("webhook:{}", subscription.id),
+                reason: aip_runtime::RefusalReason::BadWebhookSignature,
+                label: aip_runtime::AUTH_REFUSED,
+                data: serde_json::json!({ "code": refused.code.as_str() }),
+            });
             return Err(refused);
         }
     }
