@@ -164,13 +164,59 @@ async fn work_still_running_when_the_grace_is_over_is_taken_back_at_once_by_the_
     let restarted = Instant::now();
     let server = Server::start(&data, None, &env);
     let admin = server.admin();
+    // Each released sleep runs again on the restarted node at once (its lease was given back,
+    // not left to lapse in a minute), and ends once.
     for action_id in &sleeps {
         let view = admin.wait_terminal(action_id).await;
         assert_eq!(view["state"], "completed", "{view}");
         assert_eq!(view["result"]["output"], json!({ "slept_ms": 3000 }));
+        let kinds = admin.event_kinds(action_id).await;
+        assert_eq!(
+            kinds
+                .iter()
+                .filter(|k| *k == "aip.action.completed")
+                .count(),
+            1,
+            "{kinds:?}"
+        );
     }
+    // The 3 s sleeps ran again from their start: what is beyond 3 s is the time to take them back.
+    println!(
+        "4 released 3 s sleeps completed {:?} after the restart began",
+        restarted.elapsed()
+    );
     let elapsed = restarted.elapsed();
     assert!(elapsed < Duration::from_secs(15), "{elapsed:?}");
+}
+
+#[tokio::test]
+async fn a_second_signal_during_a_drain_exits_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let env = [("AIP_SHUTDOWN__GRACE_MS", "30000")];
+    let mut server = Server::start(&data, None, &env);
+    running_sleeps(&server, 1, 60_000).await;
+    sigterm(&server);
+    pause(300).await;
+    assert!(
+        server.child.try_wait().unwrap().is_none(),
+        "the drain waits for the sleep"
+    );
+    sigterm(&server);
+    let started = Instant::now();
+    loop {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(130), "{status}");
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "still draining");
+        pause(20).await;
+    }
+    let printed = server.stdout.lock().unwrap().join("\n");
+    assert!(
+        printed.contains("second signal: exiting at once"),
+        "{printed}"
+    );
 }
 
 #[tokio::test]

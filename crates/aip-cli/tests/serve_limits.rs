@@ -504,6 +504,26 @@ async fn a_flood_past_a_principals_rate_is_a_few_audit_events_of_its_tenant_carr
     assert_ne!(first["actor"]["kind"], "system", "{first}");
     assert_eq!(first["data"]["code"], "aip.limit.rate_limited", "{first}");
     assert_eq!(first["data"]["capability_id"], "cap:demo:echo", "{first}");
+    // And each is counted in the metrics, by bucket.
+    let metrics = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .unwrap()
+        .get(format!("http://{}/metrics", server.base))
+        .bearer_auth(&server.admin_token)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let counted: u64 = metrics
+        .lines()
+        .find(|l| l.starts_with("aip_rate_limited_total{bucket=\"principal\"}"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no rate-limit metric in {metrics}"));
+    assert_eq!(counted, refused);
 }
 
 /// Sends `path` a request head promising a 100-byte body, then one byte; returns what the node
