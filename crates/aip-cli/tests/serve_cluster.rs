@@ -207,3 +207,59 @@ async fn a_worker_paused_past_its_lease_cannot_write_its_late_result() {
         .await;
     assert_eq!(on_a_view["result"], view["result"]);
 }
+
+#[tokio::test]
+async fn after_a_kill_9_on_postgres_the_same_node_takes_back_its_leases_at_once_while_another_node_waits_for_them()
+ {
+    let Some(db) = TestDb::create("serve_cluster").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (data_a, data_b) = (dir.path().join("a"), dir.path().join("b"));
+    // Leases of a minute: a node that does not take them back waits that long.
+    let env = [
+        ("AIP_LIMITS__LEASE_MS", "60000"),
+        ("AIP_LIMITS__ASYNC_WORKERS", "6"),
+    ];
+    let mut a = start_node(&data_a, &db.url, &env, None);
+    let admin = a.admin();
+    let mut sleeps = Vec::new();
+    for _ in 0..4 {
+        let action_id = id("act_");
+        let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } })).await;
+        assert_eq!(status, 202);
+        sleeps.push(action_id);
+    }
+    for action_id in &sleeps {
+        for _ in 0..200 {
+            let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
+            if view["state"] == "running" {
+                break;
+            }
+            pause(10).await;
+        }
+    }
+    // Node b starts once a holds every lease, then a dies without a word.
+    let b = start_node(&data_b, &db.url, &env, None);
+    a.kill();
+    // b leaves the work alone: the leases are a's, alive for a minute as far as b knows.
+    pause(4000).await;
+    for action_id in &sleeps {
+        let (_, view) = b.admin().get(&format!("/aip/v1/actions/{action_id}")).await;
+        assert_eq!(view["state"], "running", "b took a live lease: {view}");
+    }
+    // a restarts on its own data directory (its node id) and takes its leases back at once.
+    let restarted = std::time::Instant::now();
+    let a = start_node(&data_a, &db.url, &env, None);
+    for action_id in &sleeps {
+        let view = a.admin().wait_terminal(action_id).await;
+        assert_eq!(view["state"], "completed", "{view}");
+    }
+    let elapsed = restarted.elapsed();
+    println!(
+        "4 interrupted 3 s sleeps completed {} ms after a's restart began (b waited)",
+        elapsed.as_millis()
+    );
+    assert!(elapsed < std::time::Duration::from_secs(15), "{elapsed:?}");
+    drop(b);
+}

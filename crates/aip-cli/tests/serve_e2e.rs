@@ -241,6 +241,27 @@ async fn requests_without_a_valid_bearer_token_get_401_except_the_probes_which_d
     // A Kubernetes probe has no token; readiness says ready and nothing else (no backend, no version).
     let (status, ready) = anonymous.get("/ready").await;
     assert_eq!((status, ready), (200, json!({ "status": "ready" })));
+    // A kubelet probes by the pod's address, which the Host guard does not name: the probes
+    // answer it; everything else is refused.
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    for (path, allowed) in [
+        ("/ready", true),
+        ("/health", true),
+        ("/aip/v1/manifest", false),
+    ] {
+        let probed = http
+            .get(format!("http://{}{path}", server.base))
+            .header("host", "10.1.2.3:7700")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            probed.status().is_success(),
+            allowed,
+            "{path}: {}",
+            probed.status()
+        );
+    }
     for path in [
         "/aip/v1/manifest",
         "/aip/v1/actions",
