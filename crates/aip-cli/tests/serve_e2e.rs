@@ -513,3 +513,33 @@ async fn a_path_segment_that_is_not_utf8_gets_the_typed_json_error_on_every_rout
         );
     }
 }
+
+#[tokio::test]
+async fn readiness_turns_false_while_the_writer_is_stalled_and_true_again_once_it_writes() {
+    let (dir, server) = start();
+    let anonymous = server.anonymous();
+    assert_eq!(anonymous.get("/ready").await.0, 200);
+    // Another connection takes the database's write lock: the node's writer waits behind it.
+    let database = dir.path().join("data").join("aip.sqlite");
+    let blocker = rusqlite::Connection::open(&database).unwrap();
+    blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+    pause(600).await;
+    let started = std::time::Instant::now();
+    let (status, ready) = anonymous.get("/ready").await;
+    assert_eq!((status, ready), (503, json!({ "status": "not_ready" })));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "the probe is bounded: {:?}",
+        started.elapsed()
+    );
+    blocker.execute_batch("ROLLBACK").unwrap();
+    let mut probed = anonymous.get("/ready").await;
+    for _ in 0..40 {
+        if probed.0 == 200 {
+            break;
+        }
+        pause(100).await;
+        probed = anonymous.get("/ready").await;
+    }
+    assert_eq!(probed, (200, json!({ "status": "ready" })));
+}
