@@ -37,15 +37,6 @@ pub enum ServeError {
     /// Configuration is inconsistent.
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A profile or binding section that its own builder refused (the reason as that builder
-    /// words it: MCP upstreams and prompts, A2A, webhooks, peer handlers).
-    #[error("configuration: {section}: {reason}")]
-    Section {
-        /// The section (`mcp_upstreams`, `a2a_remotes`, `webhooks`, ...).
-        section: &'static str,
-        /// Why.
-        reason: String,
-    },
     /// Recovery of unfinished work failed.
     #[error("recovery: {0}")]
     Recovery(#[from] aip_runtime::RuntimeError),
@@ -114,20 +105,9 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
     let relay = Arc::new(crate::profile::mcp::relay::Relay::default());
     let upstreams =
         crate::profile::mcp::upstream::capabilities(&config.mcp_upstreams, Arc::clone(&relay))
-            .await
-            .map_err(|reason| ServeError::Section {
-                section: "mcp_upstreams",
-                reason,
-            })?;
+            .await?;
     entries.extend(upstreams.capabilities);
-    entries.extend(
-        crate::profile::a2a::remote::capabilities(&config.a2a_remotes)
-            .await
-            .map_err(|reason| ServeError::Section {
-                section: "a2a_remotes",
-                reason,
-            })?,
-    );
+    entries.extend(crate::profile::a2a::remote::capabilities(&config.a2a_remotes).await?);
     check_tenant_policies(config, &entries)?;
     let registry = Registry::admit(entries)?;
     // Every capability's MCP tool name is checked with the capabilities (spec 9.2: all or nothing).

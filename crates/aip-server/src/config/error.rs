@@ -145,6 +145,16 @@ pub enum ConfigError {
         #[source]
         source: serde_json::Error,
     },
+    /// A server the configuration names (an upstream MCP server, a remote A2A agent) could not
+    /// be reached, or its answer does not match what the entry pins.
+    #[error("configuration: {key}: {source}")]
+    Unreachable {
+        /// The entry.
+        key: String,
+        /// Why, as the client saw it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// An entry refused by the part of the runtime it configures, with that part's typed reason
     /// (an approval predicate, a handler URL, a resource path, an MCP tool name, an OAuth key set).
     #[error("configuration: {key}: {source}")]
@@ -207,6 +217,7 @@ impl ConfigError {
             | ConfigError::Reserved { key, .. }
             | ConfigError::Unreadable { key, .. }
             | ConfigError::Entry { key, .. }
+            | ConfigError::Unreachable { key, .. }
             | ConfigError::Rejected { key, .. } => Some(key),
         }
     }

@@ -21,6 +21,7 @@ use aip_runtime::registry::CapabilityEntry;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use crate::config::ConfigError;
 pub use crate::config::a2a::RemoteConfig;
 
 /// Largest card or answer read from a remote.
@@ -46,15 +47,22 @@ struct Remote {
 
 /// Connects every remote and returns its skills as capabilities. A remote whose card cannot be
 /// read, or does not match its pins, or lacks a configured skill stops startup with a message.
-pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntry>, String> {
+pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntry>, ConfigError> {
     let mut names = BTreeSet::new();
     let mut entries = Vec::new();
     for config in configs {
-        let fail = |m: String| format!("a2a_remotes {}: {m}", config.name);
+        let key = |k: &str| format!("a2a_remotes[{}]{k}", config.name);
+        let fail = |e: RemoteError| ConfigError::Unreachable {
+            key: key(""),
+            source: Box::new(e),
+        };
         if !names.insert(config.name.as_str()) {
-            return Err(fail("the name is used twice".into()));
+            return Err(ConfigError::Duplicate {
+                key: "a2a_remotes[].name".into(),
+                id: config.name.clone(),
+            });
         }
-        let (remote, card) = connect(config).await.map_err(fail)?;
+        let (remote, card) = connect(config).await?;
         let remote = Arc::new(remote);
         let skills: BTreeMap<&str, &Value> = card
             .get("skills")
@@ -64,9 +72,11 @@ pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntr
             .filter_map(|s| s.get("id").and_then(Value::as_str).map(|id| (id, s)))
             .collect();
         if let Some(unknown) = config.overrides.keys().find(|k| !config.skills.contains(k)) {
-            return Err(fail(format!(
-                "override for {unknown}, which is not offered"
-            )));
+            return Err(ConfigError::Unknown {
+                key: key(".overrides"),
+                kind: "offered skill",
+                name: unknown.clone(),
+            });
         }
         let prefix = config
             .capability_prefix
@@ -75,7 +85,7 @@ pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntr
         for skill in &config.skills {
             let card_skill = skills
                 .get(skill.as_str())
-                .ok_or_else(|| fail(format!("the agent card has no skill {skill}")))?;
+                .ok_or_else(|| fail(RemoteError::NoSkill(skill.clone())))?;
             let text = |k: &str| card_skill.get(k).and_then(Value::as_str).unwrap_or(skill);
             // A skill states no input schema: any object, checked by the remote.
             let tool = json!({ "name": skill, "title": text("name"), "description": text("description"),
@@ -83,7 +93,7 @@ pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntr
             let overrides = config.overrides.get(skill).cloned().unwrap_or_default();
             let (capability, mutation) =
                 crate::profile::mcp::upstream::capability(&prefix, &tool, &overrides)
-                    .map_err(|e| fail(format!("skill {skill}: {e}")))?;
+                    .map_err(|e| crate::config::rejected(key(&format!(".skills[{skill}]")), e))?;
             let handler = SkillHandler {
                 remote: Arc::clone(&remote),
                 skill: skill.clone(),
@@ -108,56 +118,115 @@ fn origin(url: &str) -> Option<String> {
     Some(parsed.origin().ascii_serialization())
 }
 
+/// Why a remote A2A agent is not served: its card could not be read, or does not match what the
+/// entry pins (spec 14.2: a URL alone is not identity).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// The card could not be fetched (unreachable, an HTTP error, too large, not JSON).
+    #[error("{url}: {reason}")]
+    Card {
+        /// The card's URL.
+        url: String,
+        /// What the client saw.
+        reason: String,
+    },
+    /// The card states another agent name.
+    #[error("the card names the agent {stated:?}, not the pinned {pinned:?}")]
+    AgentName {
+        /// The name on the card.
+        stated: String,
+        /// The configured `agent_name`.
+        pinned: String,
+    },
+    /// The card's RFC 8785 digest is not the pinned one.
+    #[error("the card's digest is {digest}, not the pinned {pin}")]
+    Digest {
+        /// The card's digest.
+        digest: String,
+        /// The configured `card_sha256`.
+        pin: String,
+    },
+    /// The card offers no A2A 1.0 JSON-RPC interface.
+    #[error("the card offers no A2A 1.0 JSON-RPC interface")]
+    NoInterface,
+    /// The card's JSON-RPC interface is on another origin than the configured URL.
+    #[error("the card's interface {url} is not on the pinned origin {origin}")]
+    Origin {
+        /// The interface URL.
+        url: String,
+        /// The configured URL's origin.
+        origin: String,
+    },
+    /// A configured skill is not on the card.
+    #[error("the agent card has no skill {0}")]
+    NoSkill(String),
+}
+
 /// Reads and checks the card; the remote and its card.
-async fn connect(config: &RemoteConfig) -> Result<(Remote, Value), String> {
+async fn connect(config: &RemoteConfig) -> Result<(Remote, Value), ConfigError> {
+    let key = |k: &str| format!("a2a_remotes[{}]{k}", config.name);
+    let unreadable = |k: &str, path: &std::path::Path| {
+        let key = key(k);
+        let path = path.to_path_buf();
+        move |source| ConfigError::Unreadable { key, path, source }
+    };
+    let fail = |e: RemoteError| ConfigError::Unreachable {
+        key: key(""),
+        source: Box::new(e),
+    };
     let base = config.url.trim_end_matches('/');
-    let pinned = origin(base).ok_or_else(|| format!("url {base} is not an http(s) URL"))?;
+    let pinned = origin(base)
+        .ok_or_else(|| crate::config::malformed(key(".url"), base, "an http(s) URL"))?;
     let roots = match &config.ca_file {
-        Some(path) => Some(std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?),
+        Some(path) => Some(std::fs::read(path).map_err(unreadable(".ca_file", path))?),
         None => None,
     };
-    let client =
-        aip_runtime::handler::http::trusting_client(roots.as_deref()).map_err(|e| match &config
-            .ca_file
-        {
-            Some(path) => format!("{}: {e}", path.display()),
-            None => e.to_string(),
-        })?;
+    let client = aip_runtime::handler::http::trusting_client(roots.as_deref())
+        .map_err(|e| crate::config::rejected(key(".ca_file"), e))?;
     let bearer = match &config.bearer_token_file {
         Some(path) => Some(
             std::fs::read_to_string(path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
+                .map_err(unreadable(".bearer_token_file", path))?
                 .trim()
                 .to_owned(),
         ),
         None => None,
     };
     let card_url = format!("{base}/.well-known/agent-card.json");
+    let card_error = |reason: String| {
+        fail(RemoteError::Card {
+            url: card_url.clone(),
+            reason,
+        })
+    };
     let response = client
         .get(&card_url)
         .timeout(CARD_TIMEOUT)
         .send()
         .await
-        .map_err(|e| format!("{card_url}: {e}"))?;
+        .map_err(|e| card_error(e.to_string()))?;
     if !response.status().is_success() {
-        return Err(format!("{card_url}: HTTP {}", response.status()));
+        return Err(card_error(format!("HTTP {}", response.status())));
     }
-    let card: Value = serde_json::from_slice(&bounded_body(response).await?)
-        .map_err(|_| format!("{card_url}: the card is not JSON"))?;
+    let body = bounded_body(response).await.map_err(card_error)?;
+    let card: Value =
+        serde_json::from_slice(&body).map_err(|_| card_error("the card is not JSON".into()))?;
     let stated = card.get("name").and_then(Value::as_str).unwrap_or_default();
     if stated != config.agent_name {
-        return Err(format!(
-            "the card names the agent {stated:?}, not the pinned {:?}",
-            config.agent_name
-        ));
+        return Err(fail(RemoteError::AgentName {
+            stated: stated.to_owned(),
+            pinned: config.agent_name.clone(),
+        }));
     }
     let digest = aip_core::canonical::sha256_hex(&aip_core::canonical::to_canonical_vec(&card));
     if let Some(pin) = &config.card_sha256
         && !pin.eq_ignore_ascii_case(&digest)
     {
-        return Err(format!(
-            "the card's digest is {digest}, not the pinned {pin}"
-        ));
+        return Err(fail(RemoteError::Digest {
+            digest,
+            pin: pin.clone(),
+        }));
     }
     let rpc_url = card
         .get("supportedInterfaces")
@@ -171,12 +240,13 @@ async fn connect(config: &RemoteConfig) -> Result<(Remote, Value), String> {
                     .is_none_or(|v| v == super::PROTOCOL_VERSION)
         })
         .and_then(|i| i.get("url").and_then(Value::as_str))
-        .ok_or("the card offers no A2A 1.0 JSON-RPC interface")?
+        .ok_or_else(|| fail(RemoteError::NoInterface))?
         .to_owned();
     if origin(&rpc_url).as_deref() != Some(pinned.as_str()) {
-        return Err(format!(
-            "the card's interface {rpc_url} is not on the pinned origin {pinned}"
-        ));
+        return Err(fail(RemoteError::Origin {
+            url: rpc_url,
+            origin: pinned,
+        }));
     }
     let identity = json!({ "profile": super::PROFILE, "origin": pinned, "agent_name": stated,
                            "card_sha256": digest, "interface": rpc_url });

@@ -19,6 +19,15 @@ use serde_json::{Value, json};
 use client::{Endpoint, Upstream};
 
 pub use crate::config::mcp_upstreams::{ToolOverride, UpstreamConfig};
+use crate::config::{ConfigError, rejected, within};
+
+/// [`ConfigError::Unreachable`] for `key`, refused by the server's answer (or its absence).
+fn unreachable(key: String, error: client::UpstreamError) -> ConfigError {
+    ConfigError::Unreachable {
+        key,
+        source: Box::new(error),
+    }
+}
 
 /// The capabilities and resources the upstream servers offer.
 #[derive(Default)]
@@ -57,8 +66,9 @@ impl ResourceRefresher {
                     continue;
                 }
             };
-            let replaced =
-                resource_entries(&self.name, &self.reader_id, &listed).and_then(|entries| {
+            let replaced = resource_entries(&self.name, &self.reader_id, &listed)
+                .map_err(|e| e.to_string())
+                .and_then(|entries| {
                     runtime
                         .replace_resources(&prefix, entries)
                         .map_err(|e| e.to_string())
@@ -88,15 +98,16 @@ const RESOURCE_READER: &str = "resource_read";
 pub async fn capabilities(
     configs: &[UpstreamConfig],
     relay: Arc<super::relay::Relay>,
-) -> Result<Offered, String> {
+) -> Result<Offered, ConfigError> {
     let mut offered = Offered::default();
     for config in configs {
+        let key = |k: &str| format!("mcp_upstreams[{}]{k}", config.name);
         let endpoint = endpoint(config)?;
         let upstream = Upstream::new(config.name.clone(), endpoint);
         let tools = upstream
             .list_tools()
             .await
-            .map_err(|e| format!("mcp_upstreams {}: {e}", config.name))?;
+            .map_err(|e| unreachable(key(""), e))?;
         let by_name: BTreeMap<&str, &Value> = tools
             .iter()
             .filter_map(|t| t.get("name").and_then(Value::as_str).map(|n| (n, t)))
@@ -110,25 +121,25 @@ pub async fn capabilities(
             .keys()
             .find(|k| !wanted.contains(&k.as_str()))
         {
-            return Err(format!(
-                "mcp_upstreams {}: override for {unknown}, which is not offered",
-                config.name
-            ));
+            return Err(ConfigError::Unknown {
+                key: key(".overrides"),
+                kind: "offered tool",
+                name: unknown.clone(),
+            });
         }
         let prefix = config
             .capability_prefix
             .clone()
             .unwrap_or_else(|| format!("cap:mcp:{}:", config.name));
         for name in wanted {
-            let tool = by_name.get(name).ok_or_else(|| {
-                format!(
-                    "mcp_upstreams {}: the server offers no tool {name}",
-                    config.name
-                )
+            let tool = by_name.get(name).ok_or_else(|| ConfigError::Unknown {
+                key: key(".tools"),
+                kind: "tool of the server",
+                name: name.to_owned(),
             })?;
             let overrides = config.overrides.get(name).cloned().unwrap_or_default();
             let (mut capability, mutation) = capability(&prefix, tool, &overrides)
-                .map_err(|e| format!("mcp_upstreams {} tool {name}: {e}", config.name))?;
+                .map_err(|e| rejected(key(&format!(".tools[{name}]")), e))?;
             // A streaming call carries the tool's progress and log notifications as chunks.
             if let Some(contract) = capability.contract.as_mut() {
                 contract.execution.supports_streaming = true;
@@ -158,21 +169,29 @@ async fn resources(
     prefix: &str,
     upstream: &Arc<Upstream>,
     offered: &mut Offered,
-) -> Result<(), String> {
+) -> Result<(), ConfigError> {
     let name = &config.name;
+    let key = |k: &str| format!("mcp_upstreams[{name}]{k}");
     if config
         .tools
         .as_ref()
         .is_some_and(|t| t.iter().any(|t| t == RESOURCE_READER))
     {
-        return Err(format!(
-            "mcp_upstreams {name}: a tool named {RESOURCE_READER} collides with the resource reader"
-        ));
+        return Err(ConfigError::Reserved {
+            key: key(".tools"),
+            value: RESOURCE_READER.into(),
+            why: "the capability that reads the server's resources",
+        });
     }
+    within(
+        key(".resources_refresh_secs"),
+        config.resources_refresh_secs,
+        1..=86_400,
+    )?;
     let listed = upstream
         .list_resources()
         .await
-        .map_err(|e| format!("mcp_upstreams {name}: resources/list: {e}"))?;
+        .map_err(|e| unreachable(key(""), e))?;
     let reader_tool = json!({ "name": RESOURCE_READER,
         "title": format!("Read a resource of {name}"),
         "description": format!("Reads one resource of the upstream MCP server {name} (resources/read)."),
@@ -183,8 +202,8 @@ async fn resources(
         risk: Some(RiskLevel::Low),
         ..ToolOverride::default()
     };
-    let (mut reader, _) = capability(prefix, &reader_tool, &read_only)
-        .map_err(|e| format!("mcp_upstreams {name}: resource reader: {e}"))?;
+    let (mut reader, _) =
+        capability(prefix, &reader_tool, &read_only).map_err(|e| rejected(key(".resources"), e))?;
     if let Some(contract) = reader.contract.as_mut() {
         // Read as the reader's own sync action (spec 9.7 produced content).
         contract.execution.supports_async = false;
@@ -192,14 +211,9 @@ async fn resources(
     }
     let reader_id = reader.id.clone();
     let id_prefix = resource_prefix(name);
-    offered
-        .resources
-        .extend(resource_entries(name, &reader_id, &listed)?);
-    if !(1..=86_400).contains(&config.resources_refresh_secs) {
-        return Err(format!(
-            "mcp_upstreams {name}: resources_refresh_secs must be 1..=86400"
-        ));
-    }
+    offered.resources.extend(
+        resource_entries(name, &reader_id, &listed).map_err(|e| rejected(key(".resources"), e))?,
+    );
     offered.refreshers.push(ResourceRefresher {
         upstream: Arc::clone(upstream),
         name: name.clone(),
@@ -228,22 +242,18 @@ fn resource_entries(
     name: &str,
     reader_id: &aip_core::CapabilityId,
     listed: &[Value],
-) -> Result<Vec<aip_runtime::resource::ResourceEntry>, String> {
+) -> Result<Vec<aip_runtime::resource::ResourceEntry>, ResourceListError> {
     use aip_runtime::resource::{ResourceContent, ResourceEntry};
     let id_prefix = resource_prefix(name);
     listed
         .iter()
         .map(|item| {
             let Some(uri) = item.get("uri").and_then(Value::as_str) else {
-                return Err(format!(
-                    "mcp_upstreams {name}: a listed resource has no uri"
-                ));
+                return Err(ResourceListError::NoUri);
             };
             let id = format!("{id_prefix}{uri}");
             if id.len() > 256 {
-                return Err(format!(
-                    "mcp_upstreams {name}: resource {uri} makes an id longer than 256 characters"
-                ));
+                return Err(ResourceListError::IdTooLong(uri.to_owned()));
             }
             let text = |k: &str| item.get(k).and_then(Value::as_str).map(str::to_owned);
             let resource: aip_core::Resource = serde_json::from_value(json!({
@@ -255,7 +265,10 @@ fn resource_entries(
                 "mime_type": text("mimeType"),
                 "access": { "public": true },
             }))
-            .map_err(|e| format!("mcp_upstreams {name}: resource {uri}: {e}"))?;
+            .map_err(|source| ResourceListError::Resource {
+                uri: uri.to_owned(),
+                source,
+            })?;
             Ok(ResourceEntry {
                 resource,
                 content: ResourceContent::Produced(reader_id.clone()),
@@ -264,7 +277,7 @@ fn resource_entries(
         .collect()
 }
 
-fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
+fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, ConfigError> {
     match (&config.command, &config.url) {
         (Some(command), None) => Ok(Endpoint::Stdio {
             command: command.clone(),
@@ -276,8 +289,10 @@ fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
             let bearer = match &config.bearer_token_file {
                 Some(path) => Some(
                     std::fs::read_to_string(path)
-                        .map_err(|e| {
-                            format!("mcp_upstreams {}: {}: {e}", config.name, path.display())
+                        .map_err(|source| ConfigError::Unreadable {
+                            key: format!("mcp_upstreams[{}].bearer_token_file", config.name),
+                            path: path.clone(),
+                            source,
                         })?
                         .trim()
                         .to_owned(),
@@ -289,11 +304,44 @@ fn endpoint(config: &UpstreamConfig) -> Result<Endpoint, String> {
                 bearer,
             })
         }
-        _ => Err(format!(
-            "mcp_upstreams {}: set exactly one of command (stdio) or url (HTTP)",
-            config.name
-        )),
+        _ => Err(ConfigError::ExactlyOne {
+            key: format!("mcp_upstreams[{}]", config.name),
+            options: &["command (stdio)", "url (HTTP)"],
+        }),
     }
+}
+
+/// Why a tool (or a tool-shaped remote A2A skill) cannot be offered as a capability.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The server lists the tool without an input schema.
+    #[error("the tool has no inputSchema")]
+    NoInputSchema,
+    /// What the tool and its overrides make is not an admissible capability (its id, its schema).
+    #[error("{0}")]
+    Capability(#[source] serde_json::Error),
+}
+
+/// Why a server's resource list cannot be offered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResourceListError {
+    /// A listed resource has no `uri`.
+    #[error("a listed resource has no uri")]
+    NoUri,
+    /// The resource's id (`mcp:<name>:<uri>`) would be longer than an id may be.
+    #[error("resource {0} makes an id longer than 256 characters")]
+    IdTooLong(String),
+    /// The listed resource does not decode as a manifest resource.
+    #[error("resource {uri}: {source}")]
+    Resource {
+        /// Its URI.
+        uri: String,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
 }
 
 /// The capability of one upstream tool (or a tool-shaped remote A2A skill), and whether it is a
@@ -302,12 +350,12 @@ pub(crate) fn capability(
     prefix: &str,
     tool: &Value,
     o: &ToolOverride,
-) -> Result<(Capability, bool), String> {
+) -> Result<(Capability, bool), ToolError> {
     let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
     let input_schema = tool
         .get("inputSchema")
         .cloned()
-        .ok_or("the tool has no inputSchema")?;
+        .ok_or(ToolError::NoInputSchema)?;
     let output_schema = tool
         .get("outputSchema")
         .filter(|s| s.get("type").and_then(Value::as_str) == Some("object"))
@@ -347,7 +395,7 @@ pub(crate) fn capability(
     if let Some(mcp_name) = &o.mcp_name {
         value["bindings"] = json!([{ "profile": super::PROFILE, "tool": mcp_name }]);
     }
-    let capability: Capability = serde_json::from_value(value).map_err(|e| e.to_string())?;
+    let capability: Capability = serde_json::from_value(value).map_err(ToolError::Capability)?;
     Ok((capability, mutation))
 }
 
@@ -368,5 +416,40 @@ mod tests {
         let (cap, mutation) = capability("cap:w:", &tool, &read).unwrap();
         assert!(!mutation);
         assert!(cap.contract.unwrap().execution.supports_cancel);
+    }
+
+    #[tokio::test]
+    async fn an_upstream_refused_at_startup_names_the_key_it_breaks() {
+        let entry = |extra: &str| -> UpstreamConfig {
+            let text = format!("name = \"w\"\n{extra}");
+            figment::Figment::from(figment::providers::Toml::string(&text))
+                .extract()
+                .unwrap()
+        };
+        use figment::providers::Format as _;
+        let relay = Arc::new(super::super::relay::Relay::default());
+        let cases = [
+            ("", "mcp_upstreams[w]"),
+            (
+                "command = \"x\"\nurl = \"http://127.0.0.1:1/mcp\"",
+                "mcp_upstreams[w]",
+            ),
+            (
+                "url = \"http://127.0.0.1:1/mcp\"\nbearer_token_file = \"/nonexistent/t\"",
+                "mcp_upstreams[w].bearer_token_file",
+            ),
+            // Nothing listens there: the server cannot be reached.
+            ("url = \"http://127.0.0.1:1/mcp\"", "mcp_upstreams[w]"),
+        ];
+        for (extra, key) in cases {
+            let refused = capabilities(&[entry(extra)], Arc::clone(&relay)).await;
+            let err = refused.err().unwrap();
+            assert_eq!(err.key(), Some(key), "{extra}: {err}");
+        }
+        let unreachable = capabilities(&[entry("url = \"http://127.0.0.1:1/mcp\"")], relay).await;
+        assert!(matches!(
+            unreachable.err(),
+            Some(ConfigError::Unreachable { .. })
+        ));
     }
 }
