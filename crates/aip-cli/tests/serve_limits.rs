@@ -569,3 +569,48 @@ async fn a_client_trickling_its_body_is_answered_request_timeout_on_native_and_m
     let echo = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} });
     assert_eq!(server.admin().act(echo).await.0, 200);
 }
+
+#[tokio::test]
+async fn a_principal_past_its_read_rate_gets_429_on_rest_and_envelopes_while_its_actions_keep_their_own_bucket()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_principals_with(
+        dir.path(),
+        "[limits.read_rate_per_principal]\nper_second = 1\nburst = 3\n",
+    );
+    let alice = server.client(ALICE);
+    // (Opening the socket is a GET, charged too: open it first.)
+    let mut socket = support::ws::connect(&server, ALICE).await;
+    let mut statuses = Vec::new();
+    let mut refused = serde_json::Value::Null;
+    for _ in 0..6 {
+        let (status, body) = alice.get("/aip/v1/actions").await;
+        if status == 429 {
+            refused = body;
+        }
+        statuses.push(status);
+    }
+    assert!(statuses.contains(&429), "{statuses:?}");
+    let error = &refused["error"];
+    assert_eq!(
+        refused["error"]["code"], "aip.limit.rate_limited",
+        "{refused}"
+    );
+    assert_eq!(error["details"]["bucket"], "principal_reads", "{refused}");
+    // A read envelope over WebSocket meets the same bucket.
+    let status = support::envelope(
+        "aip.lifecycle.v1.action_status_request",
+        json!({ "action_status_request": { "action_id": id("act_") } }),
+    );
+    support::ws::send(&mut socket, &status).await;
+    let reply = support::ws::next_envelope(&mut socket).await;
+    assert_eq!(
+        reply["body"]["error"]["error"]["code"], "aip.limit.rate_limited",
+        "{reply}"
+    );
+    // Actions are charged to the admission buckets (unlimited here): still admitted.
+    let echo = json!({ "id": id("act_"), "capability_id": "cap:demo:echo", "input": {} });
+    assert_eq!(alice.act(echo).await.0, 200);
+    // Bob has his own bucket.
+    assert_eq!(server.client(BOB).get("/aip/v1/actions").await.0, 200);
+}

@@ -97,6 +97,10 @@ impl Runtime {
             }
             Err(err) => return Err(err),
         };
+        // An action is charged at its admission; every other request here, to the read buckets.
+        if !matches!(envelope.body, MessageBody::Action(_)) {
+            self.check_read_rate(caller).await?;
+        }
         match self.serve_authenticated(caller, envelope).await {
             // Actions audit their own refusals (every profile submits them, not only envelopes).
             Err(err) if !matches!(envelope.body, MessageBody::Action(_)) => Err(self

@@ -117,7 +117,8 @@ pub enum RuntimeError {
     /// A rate limit refused the work (spec 22.8); nothing was admitted.
     #[error("the {bucket} rate limit is exhausted: send again in {retry_after_ms} ms")]
     RateLimited {
-        /// `principal` or `tenant`.
+        /// `principal` or `tenant` (admissions), `principal_reads` or `tenant_reads` (requests
+        /// that admit no action).
         bucket: &'static str,
         /// When a token is available again.
         retry_after_ms: u64,
@@ -490,8 +491,12 @@ impl RuntimeError {
         let mut error = self.code().error(self.to_string());
         error.retryable = Some(self.retryable());
         match self {
-            RuntimeError::RateLimited { retry_after_ms, .. } => {
-                error.details = Some(serde_json::json!({ "retry_after_ms": retry_after_ms }));
+            RuntimeError::RateLimited {
+                bucket,
+                retry_after_ms,
+            } => {
+                error.details =
+                    Some(serde_json::json!({ "bucket": bucket, "retry_after_ms": retry_after_ms }));
             }
             RuntimeError::QuotaExceeded { bucket, limit } => {
                 error.details = Some(serde_json::json!({

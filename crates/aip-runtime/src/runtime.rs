@@ -74,6 +74,9 @@ pub struct RuntimeConfig {
     pub refusals: crate::security::refusals::RefusalPolicy,
     /// Rate limits on admitted work per principal and tenant (spec 22.8).
     pub rates: crate::security::rate::RatePolicy,
+    /// Token buckets on requests that admit no action (reads, handshakes, decisions; spec 22.8),
+    /// apart from the admission buckets so polling cannot starve a principal's actions.
+    pub read_rates: crate::security::rate::RatePolicy,
     /// Concurrency quotas on unfinished actions per principal and tenant (spec 22.8).
     pub quotas: crate::security::rate::QuotaPolicy,
     /// Who this node is across restarts, so that a restart takes back its own earlier leases at
@@ -127,6 +130,7 @@ pub struct Runtime {
     callback_client: OnceLock<reqwest::Client>,
     refusal_log: crate::security::refusals::RefusalLog,
     rate_limits: crate::security::rate::RateLimits,
+    read_limits: crate::security::rate::RateLimits,
     /// Declared resources now: the configured ones, and what dynamic sources offer.
     pub(crate) resources: std::sync::RwLock<Arc<Vec<crate::resource::ResourceEntry>>>,
     /// Renderers of callback profiles that shape their own deliveries, by profile.
@@ -159,6 +163,7 @@ impl Runtime {
         policy: Arc<dyn PolicyGate>,
     ) -> Arc<Self> {
         let rate_limits = crate::security::rate::RateLimits::new(config.rates.clone());
+        let read_limits = crate::security::rate::RateLimits::new(config.read_rates.clone());
         let worker_id = config
             .boot
             .node_id
@@ -184,6 +189,7 @@ impl Runtime {
             callback_client: OnceLock::new(),
             refusal_log: crate::security::refusals::RefusalLog::default(),
             rate_limits,
+            read_limits,
         })
     }
 
@@ -398,6 +404,26 @@ impl Runtime {
 
     pub(crate) fn rate_limits(&self) -> &crate::security::rate::RateLimits {
         &self.rate_limits
+    }
+
+    /// Charges one request that admits no action (a read, a handshake, a decision) to `caller`'s
+    /// read buckets (spec 22.8): past them it is refused `aip.limit.rate_limited` (bucket
+    /// `principal_reads` / `tenant_reads`), counted and audited like an admission's refusal.
+    pub async fn check_read_rate(&self, caller: &crate::Caller) -> Result<(), RuntimeError> {
+        let Err(limited) = self.read_limits.check(caller) else {
+            return Ok(());
+        };
+        let bucket = if limited.bucket == "tenant" {
+            "tenant_reads"
+        } else {
+            "principal_reads"
+        };
+        metrics::counter!("aip_rate_limited_total", "bucket" => bucket).increment(1);
+        let err = RuntimeError::RateLimited {
+            bucket,
+            retry_after_ms: limited.retry_after_ms,
+        };
+        Err(self.audit_limit_refusal(caller, err, "").await)
     }
 
     /// Counts one action run until the returned guard drops.

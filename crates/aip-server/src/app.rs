@@ -219,6 +219,7 @@ pub async fn build(config: &Config) -> Result<Server, ServeError> {
         },
         boot,
         rates: limits.rates()?,
+        read_rates: limits.read_rates()?,
         quotas: limits.quotas()?,
     };
     let oauth = match config.mcp.oauth.clone().filter(|_| config.mcp.enabled) {

@@ -440,6 +440,13 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
     }
     match caller {
         Some(caller) => {
+            // A REST read is charged to the caller's read buckets here; envelopes (reads among
+            // them) are charged by the runtime's dispatch, actions at their admission.
+            if request.method() == axum::http::Method::GET
+                && let Err(refused) = state.runtime.check_read_rate(&caller).await
+            {
+                return ApiError::from_protocol(refused.to_protocol_error()).into_response();
+            }
             request.extensions_mut().insert(caller);
             next.run(request).await
         }

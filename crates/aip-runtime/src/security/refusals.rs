@@ -331,11 +331,17 @@ impl Runtime {
             source: caller.id.clone(),
             reason,
             label: LIMIT_REFUSED,
-            data: json!({
-                "code": err.code().as_str(),
-                "capability_id": capability_id,
-                crate::events::ACTOR_KIND: caller.kind,
-            }),
+            data: {
+                let mut data = json!({
+                    "code": err.code().as_str(),
+                    crate::events::ACTOR_KIND: caller.kind,
+                });
+                // A read names no capability.
+                if !capability_id.is_empty() {
+                    data["capability_id"] = json!(capability_id);
+                }
+                data
+            },
         };
         match self.note_refusal(refusal).await {
             Ok(()) => err,

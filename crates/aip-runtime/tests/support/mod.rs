@@ -234,6 +234,7 @@ pub fn runtime_config(async_workers: u32, lease_ms: u64) -> RuntimeConfig {
         refusals: aip_runtime::RefusalPolicy::default(),
         boot: aip_runtime::BootIdentity::default(),
         rates: aip_runtime::RatePolicy::default(),
+        read_rates: aip_runtime::RatePolicy::default(),
         quotas: aip_runtime::QuotaPolicy::default(),
     }
 }

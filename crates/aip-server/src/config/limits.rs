@@ -35,6 +35,11 @@ pub struct Limits {
     pub rate_per_principal: Option<RateConfig>,
     /// Each tenant's rate of admitted actions, all its principals together; unset: unlimited.
     pub rate_per_tenant: Option<RateConfig>,
+    /// Each principal's rate of requests that admit no action (reads, handshakes, decisions), on
+    /// every transport; unset: unlimited.
+    pub read_rate_per_principal: Option<RateConfig>,
+    /// Each tenant's rate of such requests, all its principals together; unset: unlimited.
+    pub read_rate_per_tenant: Option<RateConfig>,
     /// Rates of named principals, in place of `rate_per_principal`.
     pub principal_rates: std::collections::HashMap<String, RateConfig>,
     /// Rates of named tenants, in place of `rate_per_tenant`.
@@ -92,6 +97,8 @@ impl Default for Limits {
             reconcile_after_ms: 10_000,
             job_max_attempts: 5,
             rate_per_principal: None,
+            read_rate_per_principal: None,
+            read_rate_per_tenant: None,
             rate_per_tenant: None,
             principal_rates: std::collections::HashMap::new(),
             tenant_rates: std::collections::HashMap::new(),
@@ -201,6 +208,7 @@ impl Limits {
         within(key("async_workers"), self.async_workers, 1..=1024)?;
         within(key("job_max_attempts"), self.job_max_attempts, 1..=100)?;
         self.rates()?;
+        self.read_rates()?;
         self.quotas()?;
         // 0: reconcile only on request.
         within(
@@ -263,6 +271,21 @@ impl Limits {
                 .transpose()?,
             principals: named(&self.principal_rates, "limits.principal_rates")?,
             tenants: named(&self.tenant_rates, "limits.tenant_rates")?,
+        })
+    }
+
+    /// The runtime's read buckets (requests that admit no action), or the first rate out of bounds.
+    pub fn read_rates(&self) -> Result<aip_runtime::RatePolicy, ConfigError> {
+        Ok(aip_runtime::RatePolicy {
+            per_principal: self
+                .read_rate_per_principal
+                .map(|r| r.rate("limits.read_rate_per_principal"))
+                .transpose()?,
+            per_tenant: self
+                .read_rate_per_tenant
+                .map(|r| r.rate("limits.read_rate_per_tenant"))
+                .transpose()?,
+            ..aip_runtime::RatePolicy::default()
         })
     }
 

@@ -178,6 +178,28 @@ fn env_overrides() -> Vec<(&'static str, &'static str, fn(&Config) -> bool)> {
         ("AIP_LIMITS__MAX_OPEN_STREAMS", "32", |c| {
             c.limits.max_open_streams == 32
         }),
+        (
+            "AIP_LIMITS__READ_RATE_PER_PRINCIPAL",
+            "{per_second=50,burst=100}",
+            |c| {
+                c.limits.read_rate_per_principal
+                    == Some(RateConfig {
+                        per_second: 50,
+                        burst: 100,
+                    })
+            },
+        ),
+        (
+            "AIP_LIMITS__READ_RATE_PER_TENANT",
+            "{per_second=500,burst=1000}",
+            |c| {
+                c.limits.read_rate_per_tenant
+                    == Some(RateConfig {
+                        per_second: 500,
+                        burst: 1000,
+                    })
+            },
+        ),
         ("AIP_LIMITS__BODY_READ_TIMEOUT_MS", "2000", |c| {
             c.limits.body_read_timeout_ms == 2000
         }),
