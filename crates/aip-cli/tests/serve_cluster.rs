@@ -222,23 +222,7 @@ async fn after_a_kill_9_on_postgres_the_same_node_takes_back_its_leases_at_once_
         ("AIP_LIMITS__ASYNC_WORKERS", "6"),
     ];
     let mut a = start_node(&data_a, &db.url, &env, None);
-    let admin = a.admin();
-    let mut sleeps = Vec::new();
-    for _ in 0..4 {
-        let action_id = id("act_");
-        let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } })).await;
-        assert_eq!(status, 202);
-        sleeps.push(action_id);
-    }
-    for action_id in &sleeps {
-        for _ in 0..200 {
-            let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
-            if view["state"] == "running" {
-                break;
-            }
-            pause(10).await;
-        }
-    }
+    let sleeps = support::running_sleeps(&a, 4, 3000).await;
     // Node b starts once a holds every lease, then a dies without a word.
     let b = start_node(&data_b, &db.url, &env, None);
     a.kill();

@@ -136,23 +136,7 @@ async fn after_a_kill_9_a_restarted_node_takes_back_its_leases_at_once_and_a_sec
         ("AIP_LIMITS__ASYNC_WORKERS", "56"),
     ];
     let mut server = Server::start(&data, None, &env);
-    let admin = server.admin();
-    let mut sleeps = Vec::new();
-    for _ in 0..50 {
-        let action_id = id("act_");
-        let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": 3000 } })).await;
-        assert_eq!(status, 202);
-        sleeps.push(action_id);
-    }
-    for action_id in &sleeps {
-        for _ in 0..100 {
-            let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
-            if view["state"] == "running" {
-                break;
-            }
-            pause(10).await;
-        }
-    }
+    let sleeps = support::running_sleeps(&server, 50, 3000).await;
     // A second process on the same data directory is refused: the store is the first one's.
     let second = std::process::Command::new(env!("CARGO_BIN_EXE_aip"))
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])

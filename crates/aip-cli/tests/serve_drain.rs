@@ -16,29 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::json;
-use support::{Server, id, pause};
-
-/// Admits `n` async sleeps of `ms` and waits until each runs.
-async fn running_sleeps(server: &Server, n: usize, ms: u64) -> Vec<String> {
-    let admin = server.admin();
-    let mut ids = Vec::new();
-    for _ in 0..n {
-        let action_id = id("act_");
-        let (status, _) = admin.act(json!({ "id": action_id, "capability_id": "cap:demo:sleep", "mode": "async", "input": { "ms": ms } })).await;
-        assert_eq!(status, 202);
-        ids.push(action_id);
-    }
-    for action_id in &ids {
-        for _ in 0..200 {
-            let (_, view) = admin.get(&format!("/aip/v1/actions/{action_id}")).await;
-            if view["state"] == "running" {
-                break;
-            }
-            pause(10).await;
-        }
-    }
-    ids
-}
+use support::{Server, id, pause, running_sleeps};
 
 fn sigterm(server: &Server) {
     let status = std::process::Command::new("kill")

@@ -505,18 +505,7 @@ async fn a_flood_past_a_principals_rate_is_a_few_audit_events_of_its_tenant_carr
     assert_eq!(first["data"]["code"], "aip.limit.rate_limited", "{first}");
     assert_eq!(first["data"]["capability_id"], "cap:demo:echo", "{first}");
     // And each is counted in the metrics, by bucket.
-    let metrics = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .unwrap()
-        .get(format!("http://{}/metrics", server.base))
-        .bearer_auth(&server.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = admin.get_text("/metrics").await;
     let counted: u64 = metrics
         .lines()
         .find(|l| l.starts_with("aip_rate_limited_total{bucket=\"principal\"}"))

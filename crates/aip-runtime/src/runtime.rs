@@ -334,14 +334,18 @@ impl Runtime {
             })
             .collect();
         for fence in fences {
-            match self.store.release_job(&fence, crate::clock::now_ms()).await {
-                // Settled in the meantime, or already given back with its handler.
-                Ok(())
-                | Err(aip_store::StoreError::StaleLease | aip_store::StoreError::NotFound { .. }) =>
-                    {}
-                Err(err) => {
-                    tracing::warn!(job = %fence.job_id, %err, "could not release a job's lease at the drain deadline; it lapses instead");
-                }
+            self.give_back(&fence).await;
+        }
+    }
+
+    /// Gives `fence`'s lease back in the store at the drain deadline; a lease already settled,
+    /// given back or taken over needs nothing, and one that cannot be given back lapses instead.
+    async fn give_back(&self, fence: &aip_store::Fence) {
+        match self.store.release_job(fence, crate::clock::now_ms()).await {
+            Ok(())
+            | Err(aip_store::StoreError::StaleLease | aip_store::StoreError::NotFound { .. }) => {}
+            Err(err) => {
+                tracing::warn!(job = %fence.job_id, %err, "could not release a lease at the drain deadline; it lapses instead");
             }
         }
     }
@@ -380,16 +384,7 @@ impl Runtime {
         let mut released = Vec::with_capacity(cut.len());
         for (key, fence, token) in cut {
             if let Some(fence) = &fence {
-                match self.store.release_job(fence, crate::clock::now_ms()).await {
-                    Ok(()) => {}
-                    // Committed in the meantime, or already taken over: nothing to give back.
-                    Err(
-                        aip_store::StoreError::StaleLease | aip_store::StoreError::NotFound { .. },
-                    ) => {}
-                    Err(err) => {
-                        tracing::warn!(action = %key.1, %err, "could not release the lease at the drain deadline; it lapses instead");
-                    }
-                }
+                self.give_back(fence).await;
             }
             token.cancel();
             tracing::warn!(tenant = %key.0, action = %key.1, "drain deadline: lease released, handler interrupted");
@@ -418,12 +413,8 @@ impl Runtime {
         } else {
             "principal_reads"
         };
-        metrics::counter!("aip_rate_limited_total", "bucket" => bucket).increment(1);
-        let err = RuntimeError::RateLimited {
-            bucket,
-            retry_after_ms: limited.retry_after_ms,
-        };
-        Err(self.audit_limit_refusal(caller, err, "").await)
+        let err = limited.refusal(bucket);
+        Err(self.audit_limit_refusal(caller, err, None).await)
     }
 
     /// Counts one action run until the returned guard drops.

@@ -433,7 +433,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
                     Some(_) => RefusalReason::BadOAuthToken,
                     None => RefusalReason::MissingCredentials,
                 };
-                note_refusal(&state, &request, reason).await;
+                note_refusal(&state, &request, reason);
                 return crate::profile::mcp::challenge(oauth, refused.and_then(Result::err));
             }
         }
@@ -464,7 +464,7 @@ async fn authenticate(State(state): State<AppState>, mut request: Request, next:
                 Some(_) => RefusalReason::BadBearer,
                 None => RefusalReason::MissingCredentials,
             };
-            note_refusal(&state, &request, reason).await;
+            note_refusal(&state, &request, reason);
             // The envelope endpoints answer every rejection with an error envelope (spec 19.1).
             if is_envelope_endpoint(request.method(), request.uri().path()) {
                 ApiError::unauthenticated().into_envelope_response()
@@ -485,22 +485,15 @@ pub(crate) fn source_of(request: &Request) -> String {
 }
 
 /// Audits a refusal before a tenant is known in the node's security log, aggregated per source
-/// and reason (spec 18.3). The request is refused whatever the log answers; a log write that fails
-/// is logged by the runtime.
-/// The future holds none of the request (a body is not `Sync`).
-pub(crate) fn note_refusal(
-    state: &AppState,
-    request: &Request,
-    reason: RefusalReason,
-) -> impl std::future::Future<Output = ()> + Send + 'static {
+/// and reason (spec 18.3). The request is refused at once: the refusal is counted here and its
+/// window's event written in the background; a log write that fails is logged by the runtime.
+pub(crate) fn note_refusal(state: &AppState, request: &Request, reason: RefusalReason) {
     let facts = json!({ "method": request.method().as_str(), "path": request.uri().path() });
-    let source = source_of(request);
-    let state = state.clone();
-    async move { note_refusal_from(&state, source, reason, facts).await }
+    note_refusal_from(state, source_of(request), reason, facts);
 }
 
 /// [`note_refusal`] for a handler that has only the source and the request's facts.
-pub(crate) async fn note_refusal_from(
+pub(crate) fn note_refusal_from(
     state: &AppState,
     source: String,
     reason: RefusalReason,
@@ -530,7 +523,7 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     if !state.guard.host_allowed(host) {
-        note_refusal(&state, &request, RefusalReason::HostNotAllowed).await;
+        note_refusal(&state, &request, RefusalReason::HostNotAllowed);
         return ApiError::new(
             aip_core::ErrorCode::HostNotAllowed,
             "Host header not allowed",
@@ -541,7 +534,7 @@ async fn guard(State(state): State<AppState>, request: Request, next: Next) -> R
         .get(header::ORIGIN)
         .map(|v| v.to_str().unwrap_or("\u{fffd}"));
     if !state.guard.origin_allowed(origin, host) {
-        note_refusal(&state, &request, RefusalReason::OriginNotAllowed).await;
+        note_refusal(&state, &request, RefusalReason::OriginNotAllowed);
         return ApiError::new(aip_core::ErrorCode::OriginNotAllowed, "Origin not allowed")
             .into_response();
     }

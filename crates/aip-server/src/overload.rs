@@ -77,11 +77,7 @@ pub fn read_body_within(
                         aip_core::ErrorCode::BodyRejected,
                         format!("the body exceeds {max_bytes} bytes, or could not be read"),
                     );
-                    if crate::http::is_envelope_endpoint(&parts.method, parts.uri.path()) {
-                        error.into_envelope_response()
-                    } else {
-                        error.into_response()
-                    }
+                    shaped(error, &parts.method, parts.uri.path())
                 }
                 Err(_) => {
                     metrics::counter!("aip_http_body_timeouts_total").increment(1);
@@ -125,7 +121,12 @@ async fn refuse(method: Method, uri: Uri, error: BoxError) -> Response {
 /// A typed refusal shaped as the endpoint answers its other errors (an error envelope on the
 /// envelope endpoints, spec 19.1). The router's `Retry-After` layer dates every 503.
 fn refusal(code: aip_core::ErrorCode, message: &str, method: &Method, path: &str) -> Response {
-    let error = ApiError::new(code, message);
+    shaped(ApiError::new(code, message), method, path)
+}
+
+/// `error` as the endpoint at `path` answers its errors: an error envelope on the envelope
+/// endpoints, the binding's JSON error elsewhere.
+fn shaped(error: ApiError, method: &Method, path: &str) -> Response {
     if crate::http::is_envelope_endpoint(method, path) {
         error.into_envelope_response()
     } else {

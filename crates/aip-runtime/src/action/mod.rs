@@ -77,20 +77,16 @@ impl Runtime {
         }
         let action = &request.action;
         if let Err(limited) = self.rate_limits().check(caller) {
-            metrics::counter!("aip_rate_limited_total", "bucket" => limited.bucket).increment(1);
-            let err = RuntimeError::RateLimited {
-                bucket: limited.bucket,
-                retry_after_ms: limited.retry_after_ms,
-            };
+            let err = limited.refusal(limited.bucket);
             return Err(self
-                .audit_limit_refusal(caller, err, action.capability_id.as_str())
+                .audit_limit_refusal(caller, err, Some(action.capability_id.as_str()))
                 .await);
         }
         let admission = match self.admit_action(caller, request).await {
             Ok(admission) => admission,
             Err(err @ RuntimeError::QuotaExceeded { .. }) => {
                 return Err(self
-                    .audit_limit_refusal(caller, err, action.capability_id.as_str())
+                    .audit_limit_refusal(caller, err, Some(action.capability_id.as_str()))
                     .await);
             }
             // A security refusal of an action is audited, whatever transport or profile sent it.

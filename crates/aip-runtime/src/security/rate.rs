@@ -53,6 +53,18 @@ pub struct Limited {
     pub retry_after_ms: u64,
 }
 
+impl Limited {
+    /// The refusal it answers, counted in `aip_rate_limited_total` under `bucket` (the bucket's
+    /// name as the refusal reports it).
+    pub(crate) fn refusal(&self, bucket: &'static str) -> crate::error::RuntimeError {
+        metrics::counter!("aip_rate_limited_total", "bucket" => bucket).increment(1);
+        crate::error::RuntimeError::RateLimited {
+            bucket,
+            retry_after_ms: self.retry_after_ms,
+        }
+    }
+}
+
 /// Checks that keep keyed buckets of idle keys, before the idle ones are dropped (memory bound).
 const RETAIN_EVERY: u64 = 4096;
 
@@ -95,13 +107,21 @@ impl RateLimits {
         }
     }
 
+    /// No bucket at all (the default): every check passes without touching a clock or a key.
+    fn unlimited(&self) -> bool {
+        self.principals.is_none()
+            && self.tenants.is_none()
+            && self.named_principals.is_empty()
+            && self.named_tenants.is_empty()
+    }
+
     /// Takes one token from `caller`'s principal bucket and its tenant's; refuses when either is
     /// empty. A refusal by the tenant bucket still spent the principal's token: a principal
     /// flooding a full tenant slows itself down too.
     pub(crate) fn check(&self, caller: &Caller) -> Result<(), Limited> {
         // Work the runtime admits itself (a reconciliation as the commit's principal) was paid
         // for by the request that caused it.
-        if caller.issuer == RUNTIME_ISSUER {
+        if caller.issuer == RUNTIME_ISSUER || self.unlimited() {
             return Ok(());
         }
         if self.checks.fetch_add(1, Ordering::Relaxed) % RETAIN_EVERY == RETAIN_EVERY - 1 {

@@ -319,7 +319,7 @@ impl Runtime {
         &self,
         caller: &crate::Caller,
         err: RuntimeError,
-        capability_id: &str,
+        capability_id: Option<&str>,
     ) -> RuntimeError {
         let reason = match &err {
             RuntimeError::RateLimited { .. } => RefusalReason::RateLimited,
@@ -337,7 +337,7 @@ impl Runtime {
                     crate::events::ACTOR_KIND: caller.kind,
                 });
                 // A read names no capability.
-                if !capability_id.is_empty() {
+                if let Some(capability_id) = capability_id {
                     data["capability_id"] = json!(capability_id);
                 }
                 data

@@ -13,7 +13,7 @@ use super::mcp_upstreams::ToolOverride;
 #[serde(deny_unknown_fields)]
 pub struct A2aConfig {
     /// Serve A2A at `/a2a` (aliases `/a2a/v1`, `/aip/v1/a2a`) and the agent card. Default on.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub enabled: bool,
     /// The externally visible base URL (`https://agents.example.com`) the card's interface URL is
     /// built from. Unset: `http://<the Host header of the card request>`.
@@ -37,10 +37,6 @@ impl Default for A2aConfig {
             public_skills: Vec::new(),
         }
     }
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// One `[[a2a_remotes]]` entry.

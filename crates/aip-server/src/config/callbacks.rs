@@ -13,7 +13,7 @@ use crate::config::{ConfigError, malformed, within, within_usize};
 #[serde(deny_unknown_fields)]
 pub struct CallbacksConfig {
     /// Accept actions with a callback at all.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub enabled: bool,
     /// Exact host names targets may name (lowercase). Empty: any host whose addresses are public.
     #[serde(default)]
@@ -48,7 +48,7 @@ pub struct CallbacksConfig {
     #[serde(default)]
     pub nats_subject_prefixes: Vec<String>,
     /// Sign deliveries with the node key.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub sign_payload: bool,
 }
 
@@ -72,9 +72,6 @@ impl Default for CallbacksConfig {
     }
 }
 
-fn yes() -> bool {
-    true
-}
 fn default_max_attempts() -> u32 {
     CallbackPolicy::default().max_attempts
 }

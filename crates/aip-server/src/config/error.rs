@@ -223,6 +223,17 @@ impl ConfigError {
     }
 }
 
+/// [`ConfigError::Unreachable`]: the server `key` names could not be used, for `source`.
+pub fn unreachable(
+    key: impl Into<String>,
+    source: impl std::error::Error + Send + Sync + 'static,
+) -> ConfigError {
+    ConfigError::Unreachable {
+        key: key.into(),
+        source: Box::new(source),
+    }
+}
+
 /// [`ConfigError::Rejected`]: `key` refused for `source`.
 pub fn rejected(
     key: impl Into<String>,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// Serve MCP at `/mcp` (and `/mcp/v1`, `/aip/v1/mcp`). Default on.
-    #[serde(default = "yes")]
+    #[serde(default = "super::yes")]
     pub enabled: bool,
     /// OAuth resource-server mode: JWT access tokens accepted beside the static bearer tokens.
     #[serde(default)]
@@ -40,10 +40,6 @@ impl Default for McpConfig {
     }
 }
 
-fn yes() -> bool {
-    true
-}
-
 /// `[mcp.oauth]`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -58,7 +54,7 @@ pub struct OAuthConfig {
     #[serde(default)]
     pub required_scopes: Vec<String>,
     /// Tenant of a subject that is not mapped to a configured principal.
-    #[serde(default = "default_tenant")]
+    #[serde(default = "super::default_tenant")]
     pub tenant: String,
     /// Subjects bound to configured principals (their kind, tenant and scopes apply).
     #[serde(default)]
@@ -73,10 +69,6 @@ pub struct SubjectConfig {
     pub sub: String,
     /// A `[[principals]]` id.
     pub principal: String,
-}
-
-fn default_tenant() -> String {
-    "default".into()
 }
 
 /// One `[[mcp.resource_templates]]` entry.

@@ -19,7 +19,9 @@ pub mod nats;
 pub mod peers;
 pub mod retention;
 pub mod webhooks;
-pub use error::{ConfigError, Order, malformed, ordered, rejected, within, within_usize};
+pub use error::{
+    ConfigError, Order, malformed, ordered, rejected, unreachable, within, within_usize,
+};
 pub use limits::{Limits, RateConfig};
 
 /// Top-level keys that environment variables may override (`AIP_<KEY>`, nested with `__`).
@@ -649,6 +651,7 @@ impl Default for SecurityConfig {
     }
 }
 
+/// `true`, for the `#[serde(default)]` of switches that are on unless turned off (every section).
 fn yes() -> bool {
     true
 }
@@ -665,6 +668,7 @@ fn default_agent_name() -> String {
     "aip local runtime".into()
 }
 
+/// The tenant an entry belongs to unless it names one (every section).
 fn default_tenant() -> String {
     aip_runtime::caller::DEFAULT_TENANT.into()
 }

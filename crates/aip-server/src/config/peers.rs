@@ -71,7 +71,7 @@ pub struct PeerConfig {
     #[serde(default)]
     pub nats_prefix: Option<String>,
     /// The tenant the peer's requests act in here.
-    #[serde(default = "default_tenant")]
+    #[serde(default = "super::default_tenant")]
     pub tenant: String,
     /// What the peer may do here (e.g. `["invoke:cap:demo:echo"]`); empty: nothing.
     #[serde(default)]
@@ -80,10 +80,6 @@ pub struct PeerConfig {
     /// exclude it is refused at startup (spec 14.3).
     #[serde(default)]
     pub region: Option<String>,
-}
-
-fn default_tenant() -> String {
-    "default".into()
 }
 
 impl PeerConfig {
@@ -223,7 +219,7 @@ mod tests {
             trust_domain: "b.example".into(),
             url: None,
             nats_prefix: None,
-            tenant: default_tenant(),
+            tenant: super::super::default_tenant(),
             scopes: Vec::new(),
             region: None,
         }

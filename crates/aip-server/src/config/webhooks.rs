@@ -38,7 +38,7 @@ pub struct SubscriptionConfig {
     #[serde(default)]
     pub principal: Option<String>,
     /// The tenant that principal belongs to.
-    #[serde(default = "default_tenant")]
+    #[serde(default = "super::default_tenant")]
     pub tenant: String,
     /// Accepted event types, each mapped to the capability an event of that type invokes, or to
     /// `aip.channel.v1.message_created` / `aip.channel.v1.conversation_updated` (the event, or its
@@ -76,8 +76,4 @@ fn default_tolerance() -> u32 {
 
 fn default_type_field() -> String {
     "type".into()
-}
-
-fn default_tenant() -> String {
-    "default".into()
 }

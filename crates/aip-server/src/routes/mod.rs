@@ -132,8 +132,7 @@ async fn messages(
                     source,
                     aip_runtime::RefusalReason::MissingCredentials,
                     serde_json::json!({ "method": "POST", "path": "/aip/v1/messages" }),
-                )
-                .await;
+                );
                 return ApiError::unauthenticated().into_envelope_response();
             }
         },

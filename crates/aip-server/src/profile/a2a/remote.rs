@@ -52,10 +52,7 @@ pub async fn capabilities(configs: &[RemoteConfig]) -> Result<Vec<CapabilityEntr
     let mut entries = Vec::new();
     for config in configs {
         let key = |k: &str| format!("a2a_remotes[{}]{k}", config.name);
-        let fail = |e: RemoteError| ConfigError::Unreachable {
-            key: key(""),
-            source: Box::new(e),
-        };
+        let fail = |e: RemoteError| crate::config::unreachable(key(""), e);
         if !names.insert(config.name.as_str()) {
             return Err(ConfigError::Duplicate {
                 key: "a2a_remotes[].name".into(),
@@ -171,10 +168,7 @@ async fn connect(config: &RemoteConfig) -> Result<(Remote, Value), ConfigError> 
         let path = path.to_path_buf();
         move |source| ConfigError::Unreadable { key, path, source }
     };
-    let fail = |e: RemoteError| ConfigError::Unreachable {
-        key: key(""),
-        source: Box::new(e),
-    };
+    let fail = |e: RemoteError| crate::config::unreachable(key(""), e);
     let base = config.url.trim_end_matches('/');
     let pinned = origin(base)
         .ok_or_else(|| crate::config::malformed(key(".url"), base, "an http(s) URL"))?;

@@ -19,15 +19,7 @@ use serde_json::{Value, json};
 use client::{Endpoint, Upstream};
 
 pub use crate::config::mcp_upstreams::{ToolOverride, UpstreamConfig};
-use crate::config::{ConfigError, rejected, within};
-
-/// [`ConfigError::Unreachable`] for `key`, refused by the server's answer (or its absence).
-fn unreachable(key: String, error: client::UpstreamError) -> ConfigError {
-    ConfigError::Unreachable {
-        key,
-        source: Box::new(error),
-    }
-}
+use crate::config::{ConfigError, rejected, unreachable, within};
 
 /// The capabilities and resources the upstream servers offer.
 #[derive(Default)]
